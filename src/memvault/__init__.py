@@ -1,0 +1,3 @@
+"""memvault: a multi-tenant, encrypted, long-term memory service for AI agents."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,77 @@
+"""Dependencies: the services, the authenticated principal and role checks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from memvault.errors import AuthenticationError, Forbidden, InvalidRequest
+from memvault.vault.factory import Services
+from memvault.vault.principals import (
+    TOKEN_PREFIX,
+    Principal,
+    operator_matches,
+    operator_principal,
+)
+from memvault.vault.service import ScopedVault
+
+
+def get_services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+ServicesDep = Annotated[Services, Depends(get_services)]
+
+
+def get_principal(request: Request, services: ServicesDep) -> Principal:
+    """The caller, from `Authorization: Bearer <key>`; 401 for anything else."""
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise AuthenticationError("missing bearer api key")
+    token = token.strip()
+    operator_key: str | None = request.app.state.operator_key
+    if not token.startswith(TOKEN_PREFIX):
+        if operator_key and operator_matches(operator_key, token):
+            return operator_principal()
+        raise AuthenticationError("invalid or revoked api key")
+    return services.keys.authenticate(token)
+
+
+PrincipalDep = Annotated[Principal, Depends(get_principal)]
+
+
+def require_role(*roles: str) -> Callable[[Principal], Principal]:
+    def check(principal: PrincipalDep) -> Principal:
+        if principal.role not in roles:
+            raise Forbidden(f"this endpoint needs role {' or '.join(roles)}")
+        return principal
+
+    return check
+
+
+AgentDep = Annotated[Principal, Depends(require_role("agent"))]
+AdminDep = Annotated[Principal, Depends(require_role("tenant_admin"))]
+AuditReaderDep = Annotated[Principal, Depends(require_role("tenant_admin", "auditor"))]
+OperatorDep = Annotated[Principal, Depends(require_role("operator"))]
+
+
+def get_scoped_vault(principal: AgentDep, services: ServicesDep) -> ScopedVault:
+    return services.vault.scoped(principal.scope)
+
+
+ScopedVaultDep = Annotated[ScopedVault, Depends(get_scoped_vault)]
+
+
+def only_query_params(*allowed: str) -> Callable[[Request], None]:
+    """Reject query parameters we do not know (a scope in a query string is a 422)."""
+
+    def check(request: Request) -> None:
+        unknown = sorted(set(request.query_params) - set(allowed))
+        if unknown:
+            raise InvalidRequest(f"unknown query parameters: {', '.join(unknown)}")
+
+    return check

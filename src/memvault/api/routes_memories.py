@@ -1,0 +1,85 @@
+"""Memory endpoints for agent keys. The scope comes from the key; the vault enforces it."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Response
+
+from memvault.api.deps import ScopedVaultDep, only_query_params
+from memvault.api.schemas import (
+    AddMemory,
+    LinkMemories,
+    NoteList,
+    NoteOut,
+    SearchMemories,
+    SearchResponse,
+    SearchResult,
+    UpdateMemory,
+)
+
+router = APIRouter(prefix="/v1/memories", tags=["memories"])
+
+
+@router.post("", status_code=201, dependencies=[Depends(only_query_params())])
+def add_memory(body: AddMemory, vault: ScopedVaultDep) -> NoteOut:
+    """Screen, encrypt and store a memory. Returns it as stored (after PII redaction)."""
+    note = vault.add(
+        body.text,
+        visibility=body.visibility,
+        readers=body.readers,
+        note_type=body.note_type,
+        topics=body.topics,
+        source=body.source,
+        ttl_days=body.ttl_days,
+    )
+    return NoteOut.of(note)
+
+
+@router.post("/search", dependencies=[Depends(only_query_params())])
+def search_memories(body: SearchMemories, vault: ScopedVaultDep) -> SearchResponse:
+    """Search the caller's readable memories (its own, plus the shared ones of its user)."""
+    hits = vault.search(body.query, limit=body.limit, topics=body.topics)
+    now = time.time()
+    return SearchResponse(results=[SearchResult.of(h, now) for h in hits])
+
+
+@router.get("", dependencies=[Depends(only_query_params("limit", "offset"))])
+def list_memories(
+    vault: ScopedVaultDep,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> NoteList:
+    """List readable memories, newest first, with the total count."""
+    notes, total = vault.list_notes(limit=limit, offset=offset)
+    return NoteList(items=[NoteOut.of(n) for n in notes], total=total, limit=limit, offset=offset)
+
+
+@router.get("/{note_id}", dependencies=[Depends(only_query_params())])
+def get_memory(note_id: str, vault: ScopedVaultDep) -> NoteOut:
+    """One memory; 404 for anything outside the caller's readable scopes."""
+    return NoteOut.of(vault.get(note_id))
+
+
+@router.patch("/{note_id}", dependencies=[Depends(only_query_params())])
+def update_memory(note_id: str, body: UpdateMemory, vault: ScopedVaultDep) -> NoteOut:
+    """Update a memory the caller may write (403 `permission_denied` for a reader only)."""
+    note = vault.update(
+        note_id, text=body.text, topics=body.topics, readers=body.readers, source=body.source
+    )
+    return NoteOut.of(note)
+
+
+@router.delete("/{note_id}", status_code=204, dependencies=[Depends(only_query_params("purge"))])
+def delete_memory(note_id: str, vault: ScopedVaultDep, purge: bool = False) -> Response:
+    """Soft delete (hidden from search), or `?purge=true` to remove the vector and the row."""
+    vault.delete(note_id, purge=purge)
+    return Response(status_code=204)
+
+
+@router.post("/{note_id}/links", status_code=204, dependencies=[Depends(only_query_params())])
+def link_memories(note_id: str, body: LinkMemories, vault: ScopedVaultDep) -> Response:
+    """Link a memory the caller may write to another it may read."""
+    vault.link(note_id, body.target_id)
+    return Response(status_code=204)

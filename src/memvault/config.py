@@ -1,0 +1,39 @@
+"""Settings from the environment (prefix `MEMVAULT_`), with the embedded default under DATA_DIR."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Where memvault keeps its data and which backends it uses.
+
+    Unset URLs fall back to the embedded default: SQLite (`memvault.db`), a separate SQLite
+    keystore (`keystore.db`), Qdrant Edge shards (`index/`) and a master key file, all in DATA_DIR.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="MEMVAULT_", extra="ignore")
+
+    data_dir: Path = Field(default=Path(".memvault"))
+    database_url: str | None = None
+    keystore_url: str | None = None
+    qdrant_url: str | None = None
+    embedder: str = "use-m3"
+    llm: str = "off"
+    llm_base_url: str | None = None
+    master_key_file: Path | None = None
+    master_key_env: str | None = None
+    operator_key: str | None = None
+    db_schema: str | None = None
+
+    def resolved_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.data_dir / 'memvault.db'}"
+
+    def resolved_keystore_url(self) -> str:
+        return self.keystore_url or f"sqlite:///{self.data_dir / 'keystore.db'}"
+
+    def resolved_master_key_file(self) -> Path:
+        return self.master_key_file or self.data_dir / "master.key"

@@ -1,0 +1,244 @@
+"""The keystore: wrapped keys in their own database (SQLAlchemy Core; SQLite WAL or PostgreSQL).
+
+It stores only wrapped key bytes and ids; it never sees a plaintext key. Primary keys begin with
+`tenant_id`. On SQLite every connection runs with `secure_delete=ON`, and `scrub()` checkpoints and
+truncates the WAL, so a shredded key's wrapped bytes are overwritten in the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Engine,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    create_engine,
+    delete,
+    event,
+    func,
+    select,
+    update,
+)
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.pool import StaticPool
+
+from memvault.scope import Scope
+
+metadata = MetaData()
+
+tenant_keys = Table(
+    "keyring_tenant_keys",
+    metadata,
+    Column("tenant_id", String(128), primary_key=True),
+    Column("master_key_id", String(256), nullable=False),
+    Column("wrapped_key", LargeBinary, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+)
+
+data_keys = Table(
+    "keyring_data_keys",
+    metadata,
+    Column("tenant_id", String(128), primary_key=True),
+    Column("user_id", String(128), primary_key=True),
+    Column("agent_id", String(128), primary_key=True),
+    Column("version", BigInteger, primary_key=True, autoincrement=False),
+    Column("wrapped_key", LargeBinary, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+)
+
+index_keys = Table(
+    "keyring_index_keys",
+    metadata,
+    Column("tenant_id", String(128), primary_key=True),
+    Column("wrapped_key", LargeBinary, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+)
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA secure_delete=ON")
+        # A lost data key loses every note under it: make key inserts durable at commit.
+        cursor.execute("PRAGMA synchronous=FULL")
+        cursor.execute("PRAGMA busy_timeout=10000")
+    finally:
+        cursor.close()
+
+
+class KeyStore:
+    """Rows of wrapped keys. Callers serialize access (the `Keyring` holds a lock)."""
+
+    def __init__(self, url: str) -> None:
+        parsed = make_url(url)
+        self.backend = parsed.get_backend_name()
+        kwargs: dict[str, Any] = {"hide_parameters": True}
+        if self.backend == "sqlite":
+            self._sqlite_file = parsed.database not in (None, "", ":memory:")
+            if self._sqlite_file and parsed.database:
+                _create_private_file(parsed.database)
+            else:
+                kwargs.update(poolclass=StaticPool, connect_args={"check_same_thread": False})
+        else:
+            self._sqlite_file = False
+            kwargs["pool_pre_ping"] = True
+        self.engine: Engine = create_engine(parsed, **kwargs)
+        if self.backend == "sqlite":
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        metadata.create_all(self.engine)
+
+    # tenant keys -------------------------------------------------------------------------------
+    def tenant_key(self, tenant: str) -> tuple[str, bytes] | None:
+        """`(master_key_id, wrapped)` of the tenant key, or None."""
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(tenant_keys.c.master_key_id, tenant_keys.c.wrapped_key).where(
+                    tenant_keys.c.tenant_id == tenant
+                )
+            ).first()
+        return None if row is None else (row[0], bytes(row[1]))
+
+    def insert_tenant_key(self, tenant: str, master_key_id: str, wrapped: bytes) -> bool:
+        """Insert; False if another writer created the tenant key first."""
+        return self._insert(
+            tenant_keys.insert().values(
+                tenant_id=tenant,
+                master_key_id=master_key_id,
+                wrapped_key=wrapped,
+                created_at=int(time.time()),
+            )
+        )
+
+    def has_tenant(self, tenant: str) -> bool:
+        return self.tenant_key(tenant) is not None
+
+    def master_key_ids(self) -> set[str]:
+        """Every master key id that wraps some tenant key."""
+        with self.engine.connect() as conn:
+            return set(conn.scalars(select(tenant_keys.c.master_key_id).distinct()))
+
+    def rewrap_tenant_keys(self, rewrap: Callable[[str, str, bytes], tuple[str, bytes]]) -> int:
+        """Replace every tenant key's wrapping in ONE transaction: all or nothing."""
+        count = 0
+        with self.engine.begin() as conn:
+            rows = conn.execute(
+                select(
+                    tenant_keys.c.tenant_id, tenant_keys.c.master_key_id, tenant_keys.c.wrapped_key
+                )
+            ).all()
+            for tenant, key_id, wrapped in rows:
+                new_id, new_wrapped = rewrap(tenant, key_id, bytes(wrapped))
+                conn.execute(
+                    update(tenant_keys)
+                    .where(tenant_keys.c.tenant_id == tenant)
+                    .values(master_key_id=new_id, wrapped_key=new_wrapped)
+                )
+                count += 1
+        return count
+
+    # data keys ---------------------------------------------------------------------------------
+    def data_keys(self, scope: Scope, version: int | None = None) -> list[tuple[int, bytes]]:
+        """`(version, wrapped)` of the scope's data keys (one version if given), oldest first."""
+        query = select(data_keys.c.version, data_keys.c.wrapped_key).where(
+            data_keys.c.tenant_id == scope.tenant,
+            data_keys.c.user_id == scope.user,
+            data_keys.c.agent_id == scope.agent,
+        )
+        if version is not None:
+            query = query.where(data_keys.c.version == version)
+        with self.engine.connect() as conn:
+            rows = conn.execute(query.order_by(data_keys.c.version)).all()
+        return [(int(v), bytes(w)) for v, w in rows]
+
+    def insert_data_key(self, scope: Scope, version: int, wrapped: bytes) -> bool:
+        """Insert; False if that version already exists (another writer won)."""
+        return self._insert(
+            data_keys.insert().values(
+                tenant_id=scope.tenant,
+                user_id=scope.user,
+                agent_id=scope.agent,
+                version=version,
+                wrapped_key=wrapped,
+                created_at=int(time.time()),
+            )
+        )
+
+    def count_data_keys(self, tenant: str, user: str | None, agent: str | None) -> int:
+        query = select(func.count()).select_from(data_keys).where(_match(tenant, user, agent))
+        with self.engine.connect() as conn:
+            return int(conn.scalar(query) or 0)
+
+    # index keys --------------------------------------------------------------------------------
+    def index_key(self, tenant: str) -> bytes | None:
+        with self.engine.connect() as conn:
+            wrapped = conn.scalar(
+                select(index_keys.c.wrapped_key).where(index_keys.c.tenant_id == tenant)
+            )
+        return None if wrapped is None else bytes(wrapped)
+
+    def insert_index_key(self, tenant: str, wrapped: bytes) -> bool:
+        return self._insert(
+            index_keys.insert().values(
+                tenant_id=tenant, wrapped_key=wrapped, created_at=int(time.time())
+            )
+        )
+
+    # shredding ---------------------------------------------------------------------------------
+    def delete_keys(self, tenant: str, user: str | None, agent: str | None) -> int:
+        """Delete matching data keys, and the tenant and index keys when only `tenant` is given."""
+        with self.engine.begin() as conn:
+            removed = conn.execute(delete(data_keys).where(_match(tenant, user, agent))).rowcount
+            if user is None:
+                for table in (index_keys, tenant_keys):
+                    removed += conn.execute(
+                        delete(table).where(table.c.tenant_id == tenant)
+                    ).rowcount
+        return int(removed)
+
+    def scrub(self) -> None:
+        """Move deletions from SQLite's WAL into the (secure-deleted) file; truncate the WAL."""
+        if not self._sqlite_file:
+            return
+        with self.engine.connect() as conn:
+            for _ in range(50):
+                busy = conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)").first()
+                if busy is None or busy[0] == 0:
+                    return
+                time.sleep(0.02)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def _insert(self, statement: Any) -> bool:
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(statement)
+        except IntegrityError:
+            return False
+        return True
+
+
+def _create_private_file(path: str) -> None:
+    """Create the SQLite file as 0600 (its -wal/-shm inherit that mode) unless it exists."""
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
+def _match(tenant: str, user: str | None, agent: str | None) -> Any:
+    clause = data_keys.c.tenant_id == tenant
+    if user is not None:
+        clause = clause & (data_keys.c.user_id == user)
+    if agent is not None:
+        clause = clause & (data_keys.c.agent_id == agent)
+    return clause

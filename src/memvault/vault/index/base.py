@@ -1,0 +1,156 @@
+"""The `VectorIndex` protocol every adapter implements, and the value types it speaks.
+
+A namespace is a tenant (Mode A) or a (tenant, agent) sandbox (Mode B). Points carry no text:
+the payload holds ids, flags, blind (keyed-hash) tags, timestamps and the embedding model id.
+Every query carries a `PointFilter`; adapters translate it into the store's own filter so the
+scope is enforced inside the store, never after it.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from memvault.errors import InvalidRequest
+
+DENSE = "dense"
+SPARSE = "bm25"
+RRF_K = 60
+
+
+@dataclass(frozen=True, slots=True)
+class SparseVector:
+    """A sparse vector: token ids (keyed hashes, uint32) and their weights."""
+
+    indices: tuple[int, ...]
+    values: tuple[float, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class IndexPoint:
+    """One note's vectors and payload. `id` is the note's UUID string."""
+
+    id: str
+    dense: Sequence[float]
+    payload: dict[str, Any]
+    sparse: SparseVector | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PointFilter:
+    """Conditions on payload fields, all ANDed.
+
+    - `user_id` / `agent_id`: exact match when given.
+    - `readers_any`: the point's `readers` list contains at least one of these values.
+    - `active_only`: `is_active == 1`.
+    - `note_type`: exact match when given.
+    - `topic_tags`: the point's `topic_tags` contains every one of these (AND).
+    - `exclude_ids`: point ids to leave out.
+    """
+
+    user_id: str | None = None
+    agent_id: str | None = None
+    readers_any: tuple[str, ...] = ()
+    active_only: bool = False
+    note_type: str | None = None
+    topic_tags: tuple[str, ...] = ()
+    exclude_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A scored point with its payload."""
+
+    id: str
+    score: float
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class VectorIndex(Protocol):
+    """Dense + sparse vector storage partitioned into namespaces."""
+
+    def upsert(self, namespace: str, points: Sequence[IndexPoint]) -> None:
+        """Insert or replace points; creates the namespace on first use."""
+
+    def set_payload(self, namespace: str, ids: Sequence[str], payload: dict[str, Any]) -> None:
+        """Merge `payload` into the payload of each existing point."""
+
+    def delete(self, namespace: str, ids: Sequence[str]) -> None:
+        """Delete points by id. Unknown ids are ignored."""
+
+    def delete_where(self, namespace: str, where: PointFilter) -> None:
+        """Delete every point matching `where`."""
+
+    def drop_namespace(self, namespace: str) -> None:
+        """Remove a namespace and all its files. Unknown namespaces are ignored."""
+
+    def search_dense(
+        self, namespace: str, vector: Sequence[float], where: PointFilter, limit: int
+    ) -> list[Hit]:
+        """Cosine nearest neighbours among points matching `where`, best first."""
+
+    def search_sparse(
+        self, namespace: str, vector: SparseVector, where: PointFilter, limit: int
+    ) -> list[Hit]:
+        """Sparse dot product (IDF modifier applied by the store), best first."""
+
+    def search_hybrid(
+        self,
+        namespace: str,
+        dense: Sequence[float],
+        sparse: SparseVector,
+        where: PointFilter,
+        limit: int,
+        prefetch: int,
+    ) -> list[Hit]:
+        """Prefetch `prefetch` dense and sparse candidates with `where`, fuse by RRF in-store."""
+
+    def retrieve(self, namespace: str, ids: Sequence[str]) -> list[Hit]:
+        """Points by id with payload (score 0). Missing ids are skipped."""
+
+    def scroll_ids(self, namespace: str, where: PointFilter) -> list[str]:
+        """Every point id matching `where`."""
+
+    def count(self, namespace: str, where: PointFilter) -> int:
+        """Exact count of points matching `where` (0 for an unknown namespace)."""
+
+    def namespaces(self) -> list[str]:
+        """Namespaces that exist."""
+
+    def close(self) -> None:
+        """Flush and release every resource."""
+
+
+# Rules every adapter shares. They live beside the protocol so both adapters (and callers that
+# build namespaces) agree on them.
+
+NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@~-]{0,200}$")
+"""A tenant id (Mode A) or `tenant~agent` (Mode B); safe as a folder and a collection name."""
+
+
+def validate_namespace(namespace: str) -> str:
+    """Return `namespace` if well formed, else raise `InvalidRequest` (it becomes a path)."""
+    if not isinstance(namespace, str) or not NAMESPACE_PATTERN.match(namespace):
+        raise InvalidRequest(f"namespace must match {NAMESPACE_PATTERN.pattern}")
+    return namespace
+
+
+def canonical_point_id(point_id: str) -> str:
+    """The canonical lowercase form of a UUID point id; `InvalidRequest` if it is not a UUID."""
+    try:
+        return str(uuid.UUID(str(point_id)))
+    except ValueError:
+        raise InvalidRequest("point id must be a UUID") from None
+
+
+def store_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `payload` with top-level booleans stored as 0/1.
+
+    Flags are integers in every store because qdrant-edge 0.9.0 never matches `MatchValue(True)`
+    against a stored boolean; doing it here keeps both adapters' payloads identical.
+    """
+    return {k: int(v) if isinstance(v, bool) else v for k, v in payload.items()}

@@ -1,0 +1,61 @@
+"""The note as callers see it (decrypted), and what a search returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Visibility = Literal["private", "shared"]
+NoteType = Literal["memory", "knowledge"]
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """A decrypted memory note. `agent` is the scope it is stored under (`shared` for shared)."""
+
+    id: str
+    tenant: str
+    user: str
+    agent: str
+    owner: str
+    readers: tuple[str, ...]
+    writers: tuple[str, ...]
+    visibility: Visibility
+    note_type: NoteType
+    text: str
+    topics: tuple[str, ...]
+    source: str | None
+    created_at: float
+    updated_at: float
+    last_accessed: float
+    retrieval_count: int
+    flags: tuple[str, ...] = ()
+    redacted: tuple[str, ...] = ()
+    expires_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """A search result: the note, its score, and how it was found (`search` or `graph`)."""
+
+    note: Note
+    score: float
+    via: str = "search"
+
+
+@dataclass(frozen=True, slots=True)
+class ErasureReport:
+    """What an erase destroyed, and the verification counts (all zero when it succeeded)."""
+
+    tenant: str
+    user: str
+    agent: str | None
+    keys_destroyed: int
+    vectors_deleted: int
+    rows_deleted: int
+    links_deleted: int
+    remaining: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def verified(self) -> bool:
+        return all(v == 0 for v in self.remaining.values())

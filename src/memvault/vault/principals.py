@@ -1,0 +1,154 @@
+"""API keys and principals. A key is stored as key id + SHA-256 of its secret, never the secret.
+
+Token format: `mvk_<tenant>.<key id>.<secret>`. The tenant travels in the token so the lookup can
+run inside that tenant's row-level-security context; key id and secret never contain a dot.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, cast
+
+from sqlalchemy import select, update
+
+from memvault.errors import AuthenticationError, InvalidRequest, NotFound
+from memvault.scope import SHARED_AGENT, Scope, validate_id
+from memvault.vault.store.database import Database
+from memvault.vault.store.models import ApiKeyRow
+
+Role = Literal["agent", "tenant_admin", "auditor", "operator"]
+ROLES: tuple[Role, ...] = ("agent", "tenant_admin", "auditor", "operator")
+TENANT_ROLES: tuple[Role, ...] = ("agent", "tenant_admin", "auditor")
+TOKEN_PREFIX = "mvk_"
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is calling: fixed by the API key, never by the request."""
+
+    tenant: str | None
+    user: str | None
+    agent: str | None
+    role: Role
+    key_id: str
+
+    @property
+    def scope(self) -> Scope:
+        """The memory scope of an agent key."""
+        if self.tenant is None or self.user is None or self.agent is None:
+            raise InvalidRequest("this key has no memory scope")
+        return Scope(self.tenant, self.user, self.agent)
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedKey:
+    """A freshly issued key. `api_key` is shown once and never stored."""
+
+    key_id: str
+    api_key: str
+    tenant: str
+    user: str
+    agent: str
+    role: Role
+
+
+def sha256_hex(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def split_token(token: str) -> tuple[str, str, str]:
+    """(tenant, key id, secret) of a token, or AuthenticationError for any malformed token."""
+    if not token.startswith(TOKEN_PREFIX):
+        raise AuthenticationError("malformed api key")
+    parts = token[len(TOKEN_PREFIX) :].rsplit(".", 2)
+    if len(parts) != 3 or not all(parts):
+        raise AuthenticationError("malformed api key")
+    return parts[0], parts[1], parts[2]
+
+
+class ApiKeys:
+    """Issues, revokes and authenticates tenant keys stored in the data store."""
+
+    def __init__(self, db: Database, clock: Callable[[], float]) -> None:
+        self._db = db
+        self._clock = clock
+
+    def issue(self, tenant: str, user: str, agent: str, role: str) -> IssuedKey:
+        """Create a key for (tenant, user, agent) with `role`."""
+        validate_id(tenant, "tenant_id")
+        validate_id(user, "user_id")
+        validate_id(agent, "agent_id")
+        if role not in TENANT_ROLES:
+            raise InvalidRequest(f"role must be one of {', '.join(TENANT_ROLES)}")
+        if role == "agent" and agent == SHARED_AGENT:
+            raise InvalidRequest("agent_id 'shared' is reserved for the shared scope")
+        key_id = secrets.token_hex(8)
+        secret = secrets.token_urlsafe(32)
+        with self._db.session(tenant) as sess:
+            sess.add(
+                ApiKeyRow(
+                    tenant_id=tenant,
+                    key_id=key_id,
+                    secret_sha256=sha256_hex(secret),
+                    user_id=user,
+                    agent_id=agent,
+                    role=role,
+                    created_at=self._clock(),
+                )
+            )
+        token = f"{TOKEN_PREFIX}{tenant}.{key_id}.{secret}"
+        return IssuedKey(key_id, token, tenant, user, agent, cast(Role, role))
+
+    def revoke(self, tenant: str, key_id: str) -> None:
+        """Revoke a key of `tenant`; NotFound for a key id the tenant does not have."""
+        with self._db.session(tenant) as sess:
+            result = sess.execute(
+                update(ApiKeyRow)
+                .where(
+                    ApiKeyRow.tenant_id == tenant,
+                    ApiKeyRow.key_id == key_id,
+                    ApiKeyRow.revoked_at.is_(None),
+                )
+                .values(revoked_at=self._clock())
+            )
+            if result.rowcount == 0:  # type: ignore[attr-defined]
+                raise NotFound("no such key")
+
+    def authenticate(self, token: str) -> Principal:
+        """The principal of a valid, unrevoked token; AuthenticationError otherwise."""
+        tenant, key_id, secret = split_token(token)
+        try:
+            validate_id(tenant, "tenant_id")
+        except InvalidRequest as exc:
+            raise AuthenticationError("malformed api key") from exc
+        with self._db.session(tenant) as sess:
+            row = sess.execute(
+                select(ApiKeyRow).where(ApiKeyRow.tenant_id == tenant, ApiKeyRow.key_id == key_id)
+            ).scalar_one_or_none()
+        # Compare a digest even when the row is missing, so timing says nothing about key ids.
+        expected = row.secret_sha256 if row is not None else sha256_hex("")
+        matches = hmac.compare_digest(expected, sha256_hex(secret))
+        if row is None or not matches or row.revoked_at is not None:
+            raise AuthenticationError("invalid or revoked api key")
+        return Principal(tenant, row.user_id, row.agent_id, cast(Role, row.role), key_id)
+
+    def delete_tenant(self, tenant: str) -> int:
+        """Remove every key of a tenant (tenant deletion)."""
+        from sqlalchemy import delete
+
+        with self._db.session(tenant) as sess:
+            result = sess.execute(delete(ApiKeyRow).where(ApiKeyRow.tenant_id == tenant))
+            return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+def operator_principal() -> Principal:
+    return Principal(None, None, None, "operator", "operator")
+
+
+def operator_matches(configured: str, presented: str) -> bool:
+    """Constant-time comparison of the operator key."""
+    return hmac.compare_digest(sha256_hex(configured), sha256_hex(presented))

@@ -1,0 +1,143 @@
+"""SQLAlchemy models. Every primary key and index begins with `tenant_id`.
+
+No column holds memory text in clear: `text_ct` and `attrs_ct` are AES-GCM envelopes, and
+`content_hash` is a keyed hash (HMAC under the tenant's index key).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Float, Index, Integer, LargeBinary, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+ID = String(128)
+UUID_LEN = String(36)
+
+
+class Base(DeclarativeBase):
+    """Declarative base for the data store (the keystore has its own, in another database)."""
+
+
+class TenantRow(Base):
+    __tablename__ = "tenants"
+
+    tenant_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    created_at: Mapped[float] = mapped_column(Float)
+    policy_json: Mapped[str] = mapped_column(Text, default="{}")
+
+
+class NoteRow(Base):
+    """A memory note. `status` drives the write protocol; `is_active` is the soft delete."""
+
+    __tablename__ = "notes"
+
+    tenant_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    id: Mapped[str] = mapped_column(UUID_LEN, primary_key=True)
+    user_id: Mapped[str] = mapped_column(ID)
+    agent_id: Mapped[str] = mapped_column(ID)
+    owner: Mapped[str] = mapped_column(ID)
+    readers: Mapped[str] = mapped_column(Text)  # "|a|b|": delimited so LIKE '%|a|%' is exact
+    writers: Mapped[str] = mapped_column(Text)
+    visibility: Mapped[str] = mapped_column(String(16))
+    note_type: Mapped[str] = mapped_column(String(16), default="memory")
+    category: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    status: Mapped[str] = mapped_column(String(16))  # pending | active
+    is_active: Mapped[int] = mapped_column(Integer, default=1)
+    conflict: Mapped[int] = mapped_column(Integer, default=0)
+    ephemeral: Mapped[int] = mapped_column(Integer, default=0)
+    low_quality: Mapped[int] = mapped_column(Integer, default=0)
+    suspicious: Mapped[int] = mapped_column(Integer, default=0)
+    redacted_types: Mapped[str] = mapped_column(String(128), default="")
+    created_at: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[float] = mapped_column(Float)
+    retrieval_count: Mapped[int] = mapped_column(Integer, default=0)
+    last_accessed: Mapped[float] = mapped_column(Float)
+    expires_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    content_hash: Mapped[str] = mapped_column(String(64))
+    token_count: Mapped[int] = mapped_column(Integer, default=0)
+    key_version: Mapped[int] = mapped_column(Integer)
+    model_id: Mapped[str] = mapped_column(String(64))
+    text_ct: Mapped[bytes] = mapped_column(LargeBinary)
+    attrs_ct: Mapped[bytes] = mapped_column(LargeBinary)
+
+    __table_args__ = (
+        Index("ix_notes_scope", "tenant_id", "user_id", "agent_id", "created_at"),
+        Index("ix_notes_hash", "tenant_id", "user_id", "content_hash"),
+        Index("ix_notes_status", "tenant_id", "status"),
+    )
+
+
+class LinkRow(Base):
+    """A directed link between two notes of one tenant and user."""
+
+    __tablename__ = "links"
+
+    tenant_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    src_id: Mapped[str] = mapped_column(UUID_LEN, primary_key=True)
+    dst_id: Mapped[str] = mapped_column(UUID_LEN, primary_key=True)
+    user_id: Mapped[str] = mapped_column(ID)
+    created_at: Mapped[float] = mapped_column(Float)
+
+    __table_args__ = (
+        Index("ix_links_dst", "tenant_id", "dst_id"),
+        Index("ix_links_user", "tenant_id", "user_id"),
+    )
+
+
+class ApiKeyRow(Base):
+    """An API key: key id + SHA-256 of the secret. The secret itself is never stored."""
+
+    __tablename__ = "api_keys"
+
+    tenant_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    key_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    secret_sha256: Mapped[str] = mapped_column(String(64))
+    user_id: Mapped[str] = mapped_column(ID)
+    agent_id: Mapped[str] = mapped_column(ID)
+    role: Mapped[str] = mapped_column(String(32))
+    created_at: Mapped[float] = mapped_column(Float)
+    revoked_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class AuditEventRow(Base):
+    """Hash-chained audit log per tenant. Ids and counts only, never text."""
+
+    __tablename__ = "audit_events"
+
+    tenant_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    ts: Mapped[float] = mapped_column(Float)
+    actor: Mapped[str] = mapped_column(String(64))
+    action: Mapped[str] = mapped_column(String(64))
+    detail: Mapped[str] = mapped_column(Text)
+    prev_hash: Mapped[str] = mapped_column(String(64))
+    hash: Mapped[str] = mapped_column(String(64))
+
+
+class RefusalRow(Base):
+    """One refused write: who, when, which detector. Never the content."""
+
+    __tablename__ = "refusals"
+
+    tenant_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    id: Mapped[str] = mapped_column(UUID_LEN, primary_key=True)
+    ts: Mapped[float] = mapped_column(Float)
+    principal: Mapped[str] = mapped_column(String(64))
+    code: Mapped[str] = mapped_column(String(32))
+    detector: Mapped[str] = mapped_column(String(64))
+
+    __table_args__ = (Index("ix_refusals_ts", "tenant_id", "ts"),)
+
+
+class CorpusStatsRow(Base):
+    """Per-namespace BM25 statistics: document count and total token count (for avgdl)."""
+
+    __tablename__ = "corpus_stats"
+
+    tenant_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    namespace: Mapped[str] = mapped_column(String(256), primary_key=True)
+    doc_count: Mapped[int] = mapped_column(Integer, default=0)
+    token_total: Mapped[int] = mapped_column(Integer, default=0)
+
+
+TENANT_TABLES = ("notes", "links", "api_keys", "audit_events", "refusals", "corpus_stats")
+"""Tables with row-level security on PostgreSQL."""

@@ -1,0 +1,104 @@
+"""The one place that composes scope predicates into SQL.
+
+Every statement that touches memory rows is built by `scoped_select`, `scoped_update` or
+`scoped_delete`, each of which requires a `ScopeClause`. There is no helper that reads notes
+without one, so an unscoped read is not expressible through this module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sqlalchemy import ColumnElement, Delete, Select, Update, and_, delete, or_, select, update
+
+from memvault.scope import WILDCARD_READER, Scope, validate_id
+from memvault.vault.store.models import NoteRow
+
+
+def member_list(values: list[str] | tuple[str, ...]) -> str:
+    """Encode reader/writer ids as `|a|b|` so a LIKE on `|a|` matches exactly one id."""
+    return "|" + "|".join(values) + "|" if values else "|"
+
+
+def parse_member_list(encoded: str) -> list[str]:
+    return [v for v in encoded.split("|") if v]
+
+
+class ScopeClause(Protocol):
+    """Something that restricts `notes` rows to one tenant and more."""
+
+    @property
+    def tenant(self) -> str: ...
+
+    def clause(self) -> ColumnElement[bool]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ReadableBy:
+    """Rows a principal may read: same tenant and user, and the agent (or `*`) among readers."""
+
+    scope: Scope
+
+    @property
+    def tenant(self) -> str:
+        return self.scope.tenant
+
+    def clause(self) -> ColumnElement[bool]:
+        return and_(
+            NoteRow.tenant_id == self.scope.tenant,
+            NoteRow.user_id == self.scope.user,
+            or_(
+                NoteRow.readers.contains(f"|{self.scope.agent}|", autoescape=True),
+                NoteRow.readers.contains(f"|{WILDCARD_READER}|", autoescape=True),
+            ),
+        )
+
+    def admits(self, tenant: str, user: str, readers: list[str]) -> bool:
+        """The same rule in Python, for re-checking results on the way out."""
+        return (
+            tenant == self.scope.tenant
+            and user == self.scope.user
+            and (self.scope.agent in readers or WILDCARD_READER in readers)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class OwnedBy:
+    """Rows stored under a tenant, optionally narrowed to a user and an agent (for erasure)."""
+
+    tenant: str
+    user: str | None = None
+    agent: str | None = None
+
+    def __post_init__(self) -> None:
+        validate_id(self.tenant, "tenant_id")
+        if self.user is not None:
+            validate_id(self.user, "user_id")
+        if self.agent is not None:
+            validate_id(self.agent, "agent_id")
+        if self.agent is not None and self.user is None:
+            raise ValueError("an agent narrows a user: give the user too")
+
+    def clause(self) -> ColumnElement[bool]:
+        parts = [NoteRow.tenant_id == self.tenant]
+        if self.user is not None:
+            parts.append(NoteRow.user_id == self.user)
+        if self.agent is not None:
+            parts.append(NoteRow.agent_id == self.agent)
+        return and_(*parts)
+
+
+def scoped_select(scope: ScopeClause, *where: ColumnElement[bool]) -> Select[NoteRow]:
+    """SELECT notes restricted to `scope`, ANDed with the caller's filters."""
+    return select(NoteRow).where(scope.clause(), *where)
+
+
+def scoped_update(scope: ScopeClause, *where: ColumnElement[bool], **values: Any) -> Update:
+    """UPDATE notes restricted to `scope`."""
+    return update(NoteRow).where(scope.clause(), *where).values(**values)
+
+
+def scoped_delete(scope: ScopeClause, *where: ColumnElement[bool]) -> Delete:
+    """DELETE notes restricted to `scope`."""
+    return delete(NoteRow).where(scope.clause(), *where)

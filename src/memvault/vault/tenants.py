@@ -1,0 +1,53 @@
+"""Tenants: created by the operator, each with a first tenant-admin key."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlalchemy import select
+
+from memvault.errors import Conflict, NotFound
+from memvault.scope import validate_id
+from memvault.vault.principals import ApiKeys, IssuedKey
+from memvault.vault.store.database import Database
+from memvault.vault.store.models import TenantRow
+
+ADMIN_USER = "admin"
+ADMIN_AGENT = "admin"
+
+
+class Tenants:
+    """The tenants table (no row-level security: it is the operator's view)."""
+
+    def __init__(self, db: Database, keys: ApiKeys, clock: Callable[[], float]) -> None:
+        self._db = db
+        self._keys = keys
+        self._clock = clock
+
+    def create(self, tenant: str) -> IssuedKey:
+        """Create a tenant and return its first tenant-admin key (shown once)."""
+        validate_id(tenant, "tenant_id")
+        with self._db.session(tenant) as sess:
+            if sess.get(TenantRow, tenant) is not None:
+                raise Conflict("tenant exists")
+            sess.add(TenantRow(tenant_id=tenant, created_at=self._clock(), policy_json="{}"))
+        return self._keys.issue(tenant, ADMIN_USER, ADMIN_AGENT, "tenant_admin")
+
+    def exists(self, tenant: str) -> bool:
+        with self._db.session(tenant) as sess:
+            return sess.get(TenantRow, tenant) is not None
+
+    def require(self, tenant: str) -> None:
+        if not self.exists(tenant):
+            raise NotFound("no such tenant")
+
+    def all(self) -> list[str]:
+        with self._db.session(None) as sess:
+            return list(sess.execute(select(TenantRow.tenant_id)).scalars())
+
+    def set_policy(self, tenant: str, policy_json: str) -> None:
+        with self._db.session(tenant) as sess:
+            row = sess.get(TenantRow, tenant)
+            if row is None:
+                raise NotFound("no such tenant")
+            row.policy_json = policy_json

@@ -1,0 +1,90 @@
+"""Fixtures shared by the service-level tests: one real embedder, real SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from memvault.config import Settings
+from memvault.vault.embed.base import Embedder
+from memvault.vault.factory import Services, open_services
+
+PG_ENV = "MEMVAULT_TEST_DATABASE_URL"
+SHARED_DATA = Path(
+    os.environ.get("MEMVAULT_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")
+)
+
+
+def pg_url_or_skip() -> str:
+    url = os.environ.get(PG_ENV)
+    if not url:
+        pytest.skip(f"{PG_ENV} is not set: PostgreSQL tests need a server")
+    return url
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    """The real default embedder (USE multilingual v3), loaded once per test session."""
+    from memvault.vault.embed import make_embedder
+
+    model = make_embedder("use-m3", data_dir=Path("/nonexistent-unused"))
+    model.embed_query("warm up")
+    return model
+
+
+@pytest.fixture(scope="session")
+def screen():  # type: ignore[no-untyped-def]
+    from memvault.screening import Screen
+
+    return Screen()
+
+
+def drop_schema(url: str, schema: str) -> None:
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+    engine.dispose()
+
+
+ServicesFactory = Callable[..., Services]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest) -> str:
+    """Storage backend for tests that must hold on both."""
+    if request.param == "postgres":
+        pg_url_or_skip()
+    return str(request.param)
+
+
+@pytest.fixture
+def make_services(
+    tmp_path: Path, embedder: Embedder, screen: object
+) -> Iterator[ServicesFactory]:
+    """Build real services in a fresh data dir on SQLite or PostgreSQL (a schema per call)."""
+    opened: list[Services] = []
+    schemas: list[tuple[str, str]] = []
+
+    def factory(backend: str = "sqlite", *, data_dir: Path | None = None, **kw: object) -> Services:
+        root = data_dir or tmp_path / f"data{len(opened)}"
+        settings = Settings(data_dir=root)
+        if backend == "postgres":
+            url = pg_url_or_skip()
+            schema = "mvt_" + uuid.uuid4().hex[:12]
+            schemas.append((url, schema))
+            settings = settings.model_copy(update={"database_url": url, "db_schema": schema})
+        kw.setdefault("screen", screen)
+        services = open_services(settings, embedder=embedder, **kw)  # type: ignore[arg-type]
+        opened.append(services)
+        return services
+
+    yield factory
+    for services in opened:
+        services.close()
+    for url, schema in schemas:
+        drop_schema(url, schema)
