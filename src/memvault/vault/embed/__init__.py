@@ -1,0 +1,26 @@
+"""Embedders (text → unit vectors) and the per-scope embedding cache.
+
+Backends import their heavy libraries only when first used; `make_embedder` picks one by name.
+"""
+
+from memvault.vault.embed.base import Embedder, Vectors
+from memvault.vault.embed.cache import CachedEmbedder, EmbeddingCache, cache_key
+from memvault.vault.embed.e5 import E5Embedder
+from memvault.vault.embed.factory import DEFAULT_EMBEDDER, EMBEDDER_NAMES, make_embedder
+from memvault.vault.embed.minilm import FastembedEmbedder, prepare_minilm_dir
+from memvault.vault.embed.use import UseEmbedder
+
+__all__ = [
+    "DEFAULT_EMBEDDER",
+    "EMBEDDER_NAMES",
+    "CachedEmbedder",
+    "E5Embedder",
+    "Embedder",
+    "EmbeddingCache",
+    "FastembedEmbedder",
+    "UseEmbedder",
+    "Vectors",
+    "cache_key",
+    "make_embedder",
+    "prepare_minilm_dir",
+]

@@ -1,0 +1,221 @@
+"""`EmbeddingCache` and `CachedEmbedder`: skip the model for text already embedded in a scope.
+
+Keys are sha256 digests of (scope, model id, kind, text), never the text: the cache holds no
+plaintext. Because a digest cannot be traced back to its scope, the cache keeps a side map
+scope → digests so erasure (`evict_scope`) can clear exactly one tenant, user or agent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from memvault.scope import Scope
+from memvault.vault.embed.base import Embedder, Vectors
+
+DOCUMENT = "doc"
+QUERY = "query"
+
+
+def cache_key(scope: Scope, model_id: str, kind: str, text: str) -> str:
+    """The hex sha256 of one cache entry's identity.
+
+    `kind` separates documents from queries because some models (e5) encode them differently.
+    Scope ids cannot contain `|` (see `memvault.scope`) and the text comes last, so the joined
+    string is unambiguous.
+    """
+    material = f"{scope.tenant}|{scope.user}|{scope.agent}|{model_id}|{kind}|{text}"
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    scope: Scope
+    vector: Vectors
+
+
+class EmbeddingCache:
+    """A thread-safe, in-memory LRU of vectors keyed by `cache_key` digests.
+
+    Stored vectors are read-only. `generation` advances on every eviction by scope; a caller
+    that looked entries up before an eviction passes the generation it saw to `put`, and its
+    results are then dropped instead of re-filling a scope that was just erased.
+    """
+
+    def __init__(self, max_entries: int = 10_000) -> None:
+        if max_entries < 1:
+            raise ValueError("max_entries must be at least 1")
+        self._max_entries = max_entries
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._by_scope: dict[Scope, set[str]] = {}
+        self._generation = 0
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    @property
+    def generation(self) -> int:
+        """Advances whenever entries are evicted by scope or cleared."""
+        with self._lock:
+            return self._generation
+
+    def digests(self) -> list[str]:
+        """Every key currently held, least recently used first (for inspection and tests)."""
+        with self._lock:
+            return list(self._entries)
+
+    def get_many(self, digests: Sequence[str]) -> tuple[list[Vectors | None], int]:
+        """Look up digests (marking hits as recently used); return them and the generation."""
+        found: list[Vectors | None] = []
+        with self._lock:
+            for digest in digests:
+                entry = self._entries.get(digest)
+                if entry is None:
+                    found.append(None)
+                else:
+                    self._entries.move_to_end(digest)
+                    found.append(entry.vector)
+            return found, self._generation
+
+    def put_many(self, scope: Scope, items: Sequence[tuple[str, Vectors]], generation: int) -> bool:
+        """Store vectors under their digests for `scope`, evicting least recently used entries.
+
+        Returns False, storing nothing, when an eviction happened since `generation` was read.
+        """
+        with self._lock:
+            if generation != self._generation:
+                return False
+            owned = self._by_scope.setdefault(scope, set())
+            for digest, vector in items:
+                frozen = np.array(vector, dtype=np.float32, copy=True)
+                frozen.setflags(write=False)
+                self._entries[digest] = _Entry(scope, frozen)
+                self._entries.move_to_end(digest)
+                owned.add(digest)
+            while len(self._entries) > self._max_entries:
+                digest, entry = self._entries.popitem(last=False)
+                self._forget(entry.scope, digest)
+            return True
+
+    def evict_scope(self, tenant: str, user: str | None = None, agent: str | None = None) -> int:
+        """Drop every entry of a tenant, or of one of its users, or of one (user, agent).
+
+        `agent` without `user` matches that agent under every user of the tenant. Returns the
+        number of entries removed. Part of erasure: no vector of an erased scope stays cached.
+        """
+        with self._lock:
+            self._generation += 1
+            doomed = self._matching(tenant, user, agent)
+            removed = 0
+            for scope in doomed:
+                for digest in self._by_scope.pop(scope):
+                    if self._entries.pop(digest, None) is not None:
+                        removed += 1
+            return removed
+
+    def count_scope(self, tenant: str, user: str | None = None, agent: str | None = None) -> int:
+        """How many entries a tenant, user or (user, agent) holds (0 after `evict_scope`)."""
+        with self._lock:
+            return sum(
+                1
+                for scope in self._matching(tenant, user, agent)
+                for digest in self._by_scope[scope]
+                if digest in self._entries
+            )
+
+    def _matching(self, tenant: str, user: str | None, agent: str | None) -> list[Scope]:
+        return [
+            scope
+            for scope in self._by_scope
+            if scope.tenant == tenant
+            and (user is None or scope.user == user)
+            and (agent is None or scope.agent == agent)
+        ]
+
+    def clear(self) -> None:
+        """Drop everything (e.g. after a model change)."""
+        with self._lock:
+            self._generation += 1
+            self._entries.clear()
+            self._by_scope.clear()
+
+    def _forget(self, scope: Scope, digest: str) -> None:
+        owned = self._by_scope.get(scope)
+        if owned is not None:
+            owned.discard(digest)
+            if not owned:
+                del self._by_scope[scope]
+
+
+class CachedEmbedder:
+    """An `Embedder` seen through an `EmbeddingCache`, per scope.
+
+    Only misses reach the model, in one batch per call (duplicates within a batch are embedded
+    once). The model runs outside the cache lock, so cache hits never wait for it.
+    """
+
+    def __init__(self, embedder: Embedder, cache: EmbeddingCache) -> None:
+        self._embedder = embedder
+        self._cache = cache
+
+    @property
+    def model_id(self) -> str:
+        """The wrapped embedder's model id."""
+        return self._embedder.model_id
+
+    @property
+    def dimension(self) -> int:
+        """The wrapped embedder's vector length."""
+        return self._embedder.dimension
+
+    @property
+    def cache(self) -> EmbeddingCache:
+        """The cache in use (shared by every `CachedEmbedder` built on it)."""
+        return self._cache
+
+    def embed_documents(self, scope: Scope, texts: Sequence[str]) -> Vectors:
+        """Embed documents for `scope`: shape (len(texts), dimension), cached per text."""
+        return self._embed(scope, DOCUMENT, list(texts))
+
+    def embed_query(self, scope: Scope, text: str) -> Vectors:
+        """Embed a query for `scope`: shape (dimension,), cached."""
+        return self._embed(scope, QUERY, [text])[0]
+
+    def evict_scope(self, tenant: str, user: str | None = None, agent: str | None = None) -> int:
+        """Shortcut for `cache.evict_scope` (see there)."""
+        return self._cache.evict_scope(tenant, user, agent)
+
+    def count_scope(self, tenant: str, user: str | None = None, agent: str | None = None) -> int:
+        """Shortcut for `cache.count_scope` (see there)."""
+        return self._cache.count_scope(tenant, user, agent)
+
+    def _embed(self, scope: Scope, kind: str, texts: list[str]) -> Vectors:
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        if not texts:
+            return out
+        model_id = self.model_id
+        digests = [cache_key(scope, model_id, kind, text) for text in texts]
+        found, generation = self._cache.get_many(digests)
+        missing: dict[str, list[int]] = {}
+        for row, (digest, vector) in enumerate(zip(digests, found, strict=True)):
+            if vector is None:
+                missing.setdefault(digest, []).append(row)
+            else:
+                out[row] = vector
+        if missing:
+            first_rows = [rows[0] for rows in missing.values()]
+            if kind == QUERY:
+                fresh = self._embedder.embed_query(texts[first_rows[0]]).reshape(1, -1)
+            else:
+                fresh = self._embedder.embed_documents([texts[row] for row in first_rows])
+            for (_digest, rows), vector in zip(missing.items(), fresh, strict=True):
+                out[rows] = vector
+            self._cache.put_many(scope, list(zip(missing, fresh, strict=True)), generation)
+        return out

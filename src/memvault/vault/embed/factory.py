@@ -1,0 +1,34 @@
+"""`make_embedder`: the embedder named in settings (`EMBEDDER`), built without loading it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memvault.errors import InvalidRequest
+from memvault.vault.embed.base import Embedder
+
+DEFAULT_EMBEDDER = "use-m3"
+EMBEDDER_NAMES = ("use-m3", "e5-small", "minilm")
+
+
+def make_embedder(name: str = DEFAULT_EMBEDDER, *, data_dir: Path) -> Embedder:
+    """Build the embedder called `name`: `use-m3` (default), `e5-small` or `minilm`.
+
+    `minilm` assembles its model folder under `data_dir / "models"` from installed packages.
+    Models load lazily on first use. An unknown name raises `InvalidRequest`.
+    """
+    if name == "use-m3":
+        from memvault.vault.embed.use import UseEmbedder
+
+        return UseEmbedder()
+    if name == "e5-small":
+        from memvault.vault.embed.e5 import E5Embedder
+
+        return E5Embedder()
+    if name == "minilm":
+        from memvault.vault.embed.minilm import FastembedEmbedder, prepare_minilm_dir
+
+        models = data_dir / "models"
+        model_dir = prepare_minilm_dir(models / "all-MiniLM-L6-v2-onnx-int8")
+        return FastembedEmbedder(model_dir, cache_dir=models / "fastembed-cache")
+    raise InvalidRequest(f"embedder must be one of {', '.join(EMBEDDER_NAMES)}")
