@@ -49,6 +49,7 @@ class PointFilter:
     - `note_type`: exact match when given.
     - `topic_tags`: the point's `topic_tags` contains every one of these (AND).
     - `exclude_ids`: point ids to leave out.
+    - `only_ids`: when non-empty, only these point ids (the graph walk's relevance gate).
     """
 
     user_id: str | None = None
@@ -58,6 +59,7 @@ class PointFilter:
     note_type: str | None = None
     topic_tags: tuple[str, ...] = ()
     exclude_ids: tuple[str, ...] = ()
+    only_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,1 @@
+"""Benchmarks and evaluations: run each with `.venv/bin/python -m bench.<name>`."""

@@ -1,0 +1,180 @@
+"""What only `EdgeIndex` promises: shard folders, reopening, WAL durability, LRU closing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from memvault.errors import IndexError_
+from memvault.vault.index import EdgeIndex, PointFilter
+from tests.test_index.shapes import DIM, axis, mix, point, sparse
+
+ALL = PointFilter()
+
+
+def test_edge_upsert_creates_one_shard_folder_per_namespace(tmp_path: Path) -> None:
+    index = EdgeIndex(tmp_path, DIM)
+    index.upsert("t1", [point(axis(0))])
+    index.upsert("t1~agent-2", [point(axis(0))])
+    index.count("ghost", ALL)
+    index.close()
+
+    folders = sorted(p.name for p in tmp_path.iterdir())
+    assert folders == ["t1", "t1~agent-2"]
+    assert (tmp_path / "t1" / "edge_config.json").is_file()
+    assert (tmp_path / "t1" / "wal").is_dir()
+
+
+def test_edge_drop_namespace_deletes_folder(tmp_path: Path) -> None:
+    index = EdgeIndex(tmp_path, DIM)
+    index.upsert("t1", [point(axis(0))])
+    index.upsert("t2", [point(axis(0))])
+
+    index.drop_namespace("t1")
+
+    assert not (tmp_path / "t1").exists()
+    assert (tmp_path / "t2").is_dir()
+    assert index.open_namespaces() == ["t2"]
+    index.close()
+
+
+def test_edge_drop_namespace_of_closed_shard_deletes_folder(tmp_path: Path) -> None:
+    first = EdgeIndex(tmp_path, DIM)
+    first.upsert("t2", [point(axis(0))])
+    first.close()
+
+    second = EdgeIndex(tmp_path, DIM)
+    second.drop_namespace("t2")
+
+    assert not (tmp_path / "t2").exists()
+    second.close()
+
+
+def test_edge_reopen_after_close_keeps_points_and_payload(tmp_path: Path) -> None:
+    first = EdgeIndex(tmp_path, DIM)
+    kept = point(axis(0), words={3: 1.0}, topic_tags=["h1"])
+    gone = point(axis(1))
+    first.upsert("t1", [kept, gone])
+    first.delete("t1", [gone.id])
+    first.close()
+
+    second = EdgeIndex(tmp_path, DIM)
+
+    assert second.namespaces() == ["t1"]
+    assert second.retrieve("t1", [kept.id])[0].payload == kept.payload
+    assert second.scroll_ids("t1", ALL) == [kept.id]
+    assert [h.id for h in second.search_sparse("t1", sparse({3: 1.0}), ALL, 5)] == [kept.id]
+    second.close()
+
+
+def test_edge_after_close_reopens_lazily(tmp_path: Path) -> None:
+    index = EdgeIndex(tmp_path, DIM)
+    index.upsert("t1", [point(axis(0))])
+    index.close()
+
+    assert index.open_namespaces() == []
+    assert index.count("t1", ALL) == 1
+    assert index.open_namespaces() == ["t1"]
+    index.close()
+
+
+def test_edge_unflushed_writes_survive_process_kill(tmp_path: Path) -> None:
+    child = textwrap.dedent(
+        f"""
+        import os, uuid
+        from pathlib import Path
+        from memvault.vault.index import EdgeIndex, IndexPoint
+        index = EdgeIndex(Path({str(tmp_path)!r}), {DIM})
+        points = [
+            IndexPoint(id=str(uuid.uuid4()), dense=[1.0] + [0.0] * {DIM - 1},
+                       payload={{"user_id": "u1", "is_active": 1}})
+            for _ in range(300)
+        ]
+        for start in range(0, 300, 100):
+            index.upsert("t1", points[start:start + 100])
+        os._exit(0)  # no flush, no close: only the WAL has these points
+        """
+    )
+    subprocess.run([sys.executable, "-c", child], check=True, timeout=120)
+
+    index = EdgeIndex(tmp_path, DIM)
+
+    assert index.count("t1", PointFilter(user_id="u1", active_only=True)) == 300
+    index.close()
+
+
+def test_edge_flush_every_write_keeps_points(tmp_path: Path) -> None:
+    index = EdgeIndex(tmp_path, DIM, flush_every_write=True)
+    index.upsert("t1", [point(axis(0)), point(axis(1))])
+    index.flush()
+
+    assert index.count("t1", ALL) == 2
+    index.close()
+
+
+def test_edge_other_dimension_on_existing_shard_raises_index_error(tmp_path: Path) -> None:
+    first = EdgeIndex(tmp_path, DIM)
+    first.upsert("t1", [point(axis(0))])
+    first.close()
+
+    with pytest.raises(IndexError_):
+        EdgeIndex(tmp_path, DIM * 2).count("t1", ALL)
+
+
+def test_edge_lru_keeps_at_most_max_open_and_answers_correctly(tmp_path: Path) -> None:
+    index = EdgeIndex(tmp_path, DIM, max_open=2)
+    names = [f"t{n}" for n in range(5)]
+    written = {}
+    for n, ns in enumerate(names):
+        pts = [point(mix((n, 1.0), (i, 0.2)), user=f"u{n}") for i in range(3)]
+        index.upsert(ns, pts)
+        written[ns] = pts
+        assert len(index.open_namespaces()) <= 2
+
+    assert index.open_namespaces() == ["t3", "t4"]
+    for n, ns in enumerate(names):
+        hits = index.search_dense(ns, axis(n), ALL, 10)
+        assert sorted(h.id for h in hits) == sorted(p.id for p in written[ns])
+        assert {h.payload["user_id"] for h in hits} == {f"u{n}"}
+        assert len(index.open_namespaces()) <= 2
+    assert index.open_namespaces() == ["t3", "t4"]
+    index.count("t0", ALL)
+    assert index.open_namespaces() == ["t4", "t0"]
+    assert index.namespaces() == names
+    index.close()
+
+
+def test_edge_lru_under_concurrent_use_loses_nothing(tmp_path: Path) -> None:
+    index = EdgeIndex(tmp_path, DIM, max_open=2)
+    names = [f"t{n}" for n in range(5)]
+    errors: list[BaseException] = []
+    start = threading.Barrier(4)
+
+    def worker(n: int) -> None:
+        try:
+            start.wait()
+            for round_ in range(15):
+                ns = names[(n + round_) % 5]
+                index.upsert(ns, [point(axis(n), user=f"u{n}")])
+                index.search_hybrid(
+                    ns, axis(n), sparse({n: 1.0}), PointFilter(user_id=f"u{n}"), 3, 5
+                )
+                index.count(names[(n + round_ + 2) % 5], ALL)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert errors == []
+    assert sum(index.count(ns, ALL) for ns in names) == 4 * 15
+    assert len(index.open_namespaces()) <= 2
+    index.close()
