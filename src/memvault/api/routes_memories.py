@@ -40,7 +40,7 @@ def add_memory(body: AddMemory, vault: ScopedVaultDep) -> NoteOut:
 @router.post("/search", dependencies=[Depends(only_query_params())])
 def search_memories(body: SearchMemories, vault: ScopedVaultDep) -> SearchResponse:
     """Search the caller's readable memories (its own, plus the shared ones of its user)."""
-    hits = vault.search(body.query, limit=body.limit, topics=body.topics)
+    hits = vault.search(body.query, limit=body.limit, topics=body.topics, mode=body.mode)
     now = time.time()
     return SearchResponse(results=[SearchResult.of(h, now) for h in hits])
 

@@ -39,6 +39,7 @@ class SearchMemories(Strict):
     query: str = Field(min_length=1, max_length=4_000)
     limit: int = Field(default=5, ge=1, le=100)
     topics: list[str] | None = Field(default=None, max_length=5)
+    mode: Literal["dense", "sparse", "hybrid", "full"] = "full"
 
 
 class LinkMemories(Strict):

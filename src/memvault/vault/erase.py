@@ -36,8 +36,12 @@ class Eraser:
         vectors = self._parts.index.count(namespace, where)
         self._parts.index.delete_where(namespace, where)
         with self._parts.db.session(tenant) as sess:
-            ids = [r.id for r in sess.execute(scoped_select(target)).scalars()]
+            doomed = list(sess.execute(scoped_select(target)).scalars())
+            ids = [r.id for r in doomed]
             links = delete_links_of(sess, tenant, ids)
+            self._parts.corpus.adjust(
+                sess, tenant, namespace, -len(doomed), -sum(r.token_count for r in doomed)
+            )
             rows = int(sess.execute(scoped_delete(target)).rowcount)  # type: ignore[attr-defined]
         self._parts.embedder.evict_scope(tenant, user, agent)
         return ErasureReport(

@@ -18,6 +18,7 @@ from memvault.vault.index import open_index
 from memvault.vault.index.base import VectorIndex
 from memvault.vault.principals import ApiKeys
 from memvault.vault.reconcile import Reconciler
+from memvault.vault.retrieval_log import RetrievalLog
 from memvault.vault.screen_gate import ScreenGate
 from memvault.vault.service import Vault, VaultParts
 from memvault.vault.store.database import Database
@@ -48,6 +49,7 @@ class Services:
         if self.closed:
             return
         self.closed = True
+        self.vault.parts.retrievals.close()
         self.index.close()
         self.keyring.close()
         self.db.dispose()
@@ -86,6 +88,7 @@ def open_services(
     active_screen = default_screen() if screen is True else (screen or None)
     gate = ScreenGate(db, active_screen, clock)
     parts = VaultParts(
+        retrievals=RetrievalLog(db, clock),
         db=db,
         keyring=ring,
         index=vectors,

@@ -58,17 +58,20 @@ class Reconciler:
                 ).scalars()
             )
         completed = removed = 0
+        with self._parts.db.session(tenant) as sess:
+            avgdl = self._parts.corpus.avgdl(sess, tenant, namespace)
         for row in pending:
             try:
                 note = self._vault.decrypt_row(row)
             except DecryptionError:
                 with self._parts.db.session(tenant) as sess:
                     sess.execute(scoped_delete(target, NoteRow.id == row.id))
+                    self._parts.corpus.adjust(sess, tenant, namespace, -1, -row.token_count)
                 self._parts.index.delete(namespace, [row.id])
                 removed += 1
                 continue
             self._parts.index.upsert(
-                namespace, [self._vault.index_point(row, note.text, note.topics)]
+                namespace, [self._vault.index_point(row, note.text, note.topics, avgdl)]
             )
             with self._parts.db.session(tenant) as sess:
                 sess.execute(scoped_update(target, NoteRow.id == row.id, status=ACTIVE))

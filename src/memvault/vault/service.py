@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import func, select
@@ -21,10 +21,12 @@ from memvault.errors import InvalidRequest, NotFound, PermissionDenied, ScopeVio
 from memvault.keyring import Keyring
 from memvault.scope import SHARED_AGENT, WILDCARD_READER, Scope, validate_id
 from memvault.vault.codec import NoteCodec
+from memvault.vault.corpus import CorpusStats
 from memvault.vault.embed.cache import CachedEmbedder
 from memvault.vault.ids import canonical_uuid, uuid7
 from memvault.vault.index.base import Hit, IndexPoint, PointFilter, VectorIndex
 from memvault.vault.notes import Note, NoteType, SearchHit, Visibility
+from memvault.vault.retrieval_log import RetrievalLog
 from memvault.vault.screen_gate import ScreenGate
 from memvault.vault.store.database import Database
 from memvault.vault.store.models import NoteRow
@@ -36,6 +38,7 @@ from memvault.vault.store.scoping import (
     scoped_select,
     scoped_update,
 )
+from memvault.vault.text import SparseEncoder
 
 MAX_TEXT_CHARS = 32_000
 MAX_TOPICS = 5
@@ -59,7 +62,12 @@ class VaultParts:
     index: VectorIndex
     embedder: CachedEmbedder
     gate: ScreenGate
+    retrievals: RetrievalLog
     clock: Callable[[], float] = time.time
+    corpus: CorpusStats = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.corpus = CorpusStats(self.db)
 
 
 def namespace_for(tenant: str) -> str:
@@ -122,12 +130,20 @@ class Vault:
             expires_at=row.expires_at,
         )
 
-    def index_point(self, row: NoteRow, text: str, topics: Sequence[str]) -> IndexPoint:
+    def index_point(
+        self, row: NoteRow, text: str, topics: Sequence[str], avgdl: float
+    ) -> IndexPoint:
         """The vector point of a row: embeddings of its text and a payload without text."""
-        return self.index_points([(row, text, topics)])[0]
+        return self.index_points([(row, text, topics)], avgdl)[0]
 
-    def index_points(self, items: Sequence[tuple[NoteRow, str, Sequence[str]]]) -> list[IndexPoint]:
-        """Vector points for rows of one storage scope each, embedded in one batch per scope."""
+    def sparse_encoder(self, tenant: str) -> SparseEncoder:
+        """BM25 encoder whose token ids are keyed by the tenant's index key."""
+        return SparseEncoder(self.parts.keyring.index_key(tenant).token_id)
+
+    def index_points(
+        self, items: Sequence[tuple[NoteRow, str, Sequence[str]]], avgdl: float
+    ) -> list[IndexPoint]:
+        """Vector points for rows (dense embedded in one batch per scope, keyed BM25 sparse)."""
         vectors: dict[int, Any] = {}
         by_scope: dict[Scope, list[int]] = {}
         for i, (row, _, _) in enumerate(items):
@@ -136,13 +152,20 @@ class Vault:
             embedded = self.parts.embedder.embed_documents(scope, [items[i][1] for i in positions])
             for pos, vector in zip(positions, embedded, strict=True):
                 vectors[pos] = vector
-        return [self._point(row, vectors[i], topics) for i, (row, _, topics) in enumerate(items)]
+        return [
+            self._point(row, vectors[i], text, topics, avgdl)
+            for i, (row, text, topics) in enumerate(items)
+        ]
 
-    def _point(self, row: NoteRow, vector: Any, topics: Sequence[str]) -> IndexPoint:
+    def _point(
+        self, row: NoteRow, vector: Any, text: str, topics: Sequence[str], avgdl: float
+    ) -> IndexPoint:
         index_key = self.parts.keyring.index_key(row.tenant_id)
+        sparse = self.sparse_encoder(row.tenant_id).encode_document(text, avgdl)
         return IndexPoint(
             id=row.id,
             dense=vector.tolist(),
+            sparse=sparse if sparse.indices else None,
             payload={
                 "user_id": row.user_id,
                 "agent_id": row.agent_id,
@@ -212,7 +235,8 @@ class ScopedVault:
         self._parts = vault.parts
         self.scope = scope
         self._readable = ReadableBy(scope)
-        self._namespace = namespace_for(scope.tenant)
+        self.namespace = namespace_for(scope.tenant)
+        self.vault = vault
 
     # -- writes -----------------------------------------------------------------------------
 
@@ -252,11 +276,19 @@ class ScopedVault:
                 seen[row.content_hash] = i
                 fresh.append((i, row, text, topics))
         if fresh:
-            with self._parts.db.session(self.scope.tenant) as sess:
+            encoder = self._vault.sparse_encoder(self.scope.tenant)
+            for _, row, text, _ in fresh:
+                row.token_count = len(encoder.tokens(text))
+            tenant, namespace = self.scope.tenant, self.namespace
+            self._parts.corpus.ensure(tenant, namespace)
+            with self._parts.db.session(tenant) as sess:
                 sess.add_all([row for _, row, _, _ in fresh])
+                tokens = sum(row.token_count for _, row, _, _ in fresh)
+                self._parts.corpus.adjust(sess, tenant, namespace, len(fresh), tokens)
+                avgdl = self._parts.corpus.avgdl(sess, tenant, namespace)
             self._vault.fault("after_pending")
-            points = self._vault.index_points([(r, t, tp) for _, r, t, tp in fresh])
-            self._parts.index.upsert(self._namespace, points)
+            points = self._vault.index_points([(r, t, tp) for _, r, t, tp in fresh], avgdl)
+            self._parts.index.upsert(self.namespace, points)
             self._vault.fault("after_upsert")
             ids = [row.id for _, row, _, _ in fresh]
             with self._parts.db.session(self.scope.tenant) as sess:
@@ -376,11 +408,16 @@ class ScopedVault:
             content_hash=content_hash(index_key.tag, storage, new_text),
             model_id=self._parts.embedder.model_id,
         )
+        changes["token_count"] = len(self._vault.sparse_encoder(storage.tenant).tokens(new_text))
         with self._parts.db.session(storage.tenant) as sess:
             sess.execute(scoped_update(self._readable, NoteRow.id == row.id, **changes))
+            self._parts.corpus.adjust(
+                sess, storage.tenant, self.namespace, 0, changes["token_count"] - row.token_count
+            )
+            avgdl = self._parts.corpus.avgdl(sess, storage.tenant, self.namespace)
             fresh = sess.execute(scoped_select(self._readable, NoteRow.id == row.id)).scalar_one()
         self._parts.index.upsert(
-            self._namespace, [self._vault.index_point(fresh, new_text, new_topics)]
+            self.namespace, [self._vault.index_point(fresh, new_text, new_topics, avgdl)]
         )
         with self._parts.db.session(storage.tenant) as sess:
             sess.execute(scoped_update(self._readable, NoteRow.id == row.id, status=ACTIVE))
@@ -402,14 +439,15 @@ class ScopedVault:
                     updated_at=self._parts.clock(),
                 )
             )
-        self._parts.index.set_payload(self._namespace, [row.id], {"is_active": 0})
+        self._parts.index.set_payload(self.namespace, [row.id], {"is_active": 0})
 
     def _vault_purge(self, row: NoteRow) -> None:
         from memvault.vault.links import delete_links_of
 
-        self._parts.index.delete(self._namespace, [row.id])
+        self._parts.index.delete(self.namespace, [row.id])
         with self._parts.db.session(row.tenant_id) as sess:
             delete_links_of(sess, row.tenant_id, [row.id])
+            self._parts.corpus.adjust(sess, row.tenant_id, self.namespace, -1, -row.token_count)
             sess.execute(scoped_delete(self._readable, NoteRow.id == row.id))
 
     # -- reads ------------------------------------------------------------------------------
@@ -438,17 +476,24 @@ class ScopedVault:
         return [self._checked(self._vault.decrypt_row(r)) for r in rows], int(total)
 
     def search(
-        self, query: str, *, limit: int = 5, topics: Sequence[str] | None = None
+        self,
+        query: str,
+        *,
+        limit: int = 5,
+        topics: Sequence[str] | None = None,
+        mode: str = "full",
     ) -> list[SearchHit]:
-        """Dense search inside the caller's readable scopes."""
+        """Search inside the caller's readable scopes.
+
+        `mode`: `dense`, `sparse` (keyed BM25), `hybrid` (RRF of both in the store) or `full`
+        (hybrid, heat with time decay, and up to 8 gated notes from a 2-hop link walk).
+        """
+        from memvault.vault.retrieve import HybridRetriever
+
         _validate_text(query, "query")
         if not (1 <= limit <= MAX_LIMIT):
             raise InvalidRequest(f"limit must be 1-{MAX_LIMIT}")
-        vector = self._parts.embedder.embed_query(self.scope, query)
-        hits = self._parts.index.search_dense(
-            self._namespace, vector.tolist(), self.point_filter(topics), limit
-        )
-        return self.hydrate(hits)
+        return HybridRetriever(self).search(query, limit, topics, mode)
 
     def point_filter(self, topics: Sequence[str] | None = None) -> PointFilter:
         """The scope filter every vector query carries."""

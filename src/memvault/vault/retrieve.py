@@ -1,0 +1,141 @@
+"""Hybrid retrieval inside the caller's scopes: dense + keyed BM25 fused by RRF in the store,
+heat with time decay, and a gated 2-hop walk over note links.
+
+Modes: `dense`, `sparse` (BM25 only), `hybrid` (RRF of both), `full` (hybrid + heat + graph).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
+
+from memvault.errors import InvalidRequest
+from memvault.vault.index.base import PointFilter
+from memvault.vault.links import neighbours
+from memvault.vault.notes import SearchHit
+from memvault.vault.text import SparseEncoder, heat_boost
+
+if TYPE_CHECKING:
+    from memvault.vault.service import ScopedVault
+
+SearchMode = Literal["dense", "sparse", "hybrid", "full"]
+SEARCH_MODES: tuple[SearchMode, ...] = ("dense", "sparse", "hybrid", "full")
+
+GRAPH_HOPS = 2
+GRAPH_MAX_EXTRA = 8
+HEAT_CANDIDATES = 3
+"""`full` mode fetches limit x this many fused candidates so heat can reorder them."""
+
+GRAPH_GATE_BY_MODEL: dict[str, float] = {
+    # Cosine of query vs an admitted neighbour. The seed's 0.25 was set for
+    # paraphrase-multilingual-MiniLM; models spread cosines differently (docs/retrieval.md).
+    "use-m3": 0.25,
+    "minilm-l6-int8": 0.25,
+    "e5-small-q4": 0.80,
+}
+DEFAULT_GRAPH_GATE = 0.25
+
+
+def graph_gate(model_id: str) -> float:
+    """The graph walk's relevance threshold for an embedding model."""
+    return GRAPH_GATE_BY_MODEL.get(model_id, DEFAULT_GRAPH_GATE)
+
+
+class HybridRetriever:
+    """Runs one search for a scoped view. Every store query carries the view's scope filter."""
+
+    def __init__(self, view: ScopedVault) -> None:
+        self._view = view
+        self._parts = view.vault.parts
+
+    def search(
+        self, query: str, limit: int, topics: Sequence[str] | None, mode: str
+    ) -> list[SearchHit]:
+        if mode not in SEARCH_MODES:
+            raise InvalidRequest(f"mode must be one of {', '.join(SEARCH_MODES)}")
+        scope = self._view.scope
+        namespace = self._view.namespace
+        where = self._view.point_filter(topics)
+        embedder = self._parts.embedder
+        index = self._parts.index
+        fetch = limit * HEAT_CANDIDATES if mode == "full" else limit
+        dense = embedder.embed_query(scope, query).tolist() if mode != "sparse" else None
+        sparse = (
+            SparseEncoder(self._parts.keyring.index_key(scope.tenant).token_id).encode_query(query)
+            if mode != "dense"
+            else None
+        )
+        if mode == "dense" or (sparse is not None and not sparse.indices and dense is not None):
+            assert dense is not None
+            hits = index.search_dense(namespace, dense, where, fetch)
+        elif mode == "sparse":
+            assert sparse is not None
+            hits = index.search_sparse(namespace, sparse, where, fetch) if sparse.indices else []
+        else:
+            assert dense is not None and sparse is not None
+            hits = index.search_hybrid(
+                namespace, dense, sparse, where, fetch, prefetch=max(fetch, 50)
+            )
+        results = self._view.hydrate(hits)
+        if mode == "full":
+            results = self._reheat(results)[:limit]
+            results += self._expand(results, dense or [], where)
+        self._parts.retrievals.record(scope.tenant, [r.note.id for r in results])
+        return results[: limit + GRAPH_MAX_EXTRA]
+
+    def _reheat(self, results: list[SearchHit]) -> list[SearchHit]:
+        now = self._parts.clock()
+        boosted = [
+            SearchHit(
+                r.note,
+                r.score
+                * heat_boost(
+                    r.note.retrieval_count,
+                    (now - r.note.last_accessed) / 86_400,
+                    note_type=r.note.note_type,
+                ),
+                r.via,
+            )
+            for r in results
+        ]
+        return sorted(boosted, key=lambda r: r.score, reverse=True)
+
+    def _expand(
+        self, results: list[SearchHit], dense: Sequence[float], where: PointFilter
+    ) -> list[SearchHit]:
+        """Walk links breadth-first up to 2 hops; admit at most 8 notes that pass the gate."""
+        if not results or not dense:
+            return []
+        scope = self._view.scope
+        seen = {r.note.id for r in results}
+        frontier = list(seen)
+        hop_of: dict[str, int] = {}
+        with self._parts.db.session(scope.tenant) as sess:
+            for hop in range(1, GRAPH_HOPS + 1):
+                found = neighbours(sess, scope.tenant, scope.user, frontier) - seen
+                if not found:
+                    break
+                frontier = sorted(found)
+                hop_of.update(dict.fromkeys(frontier, hop))
+                seen.update(found)
+        candidates = list(hop_of)
+        if not candidates:
+            return []
+        gate = graph_gate(self._parts.embedder.model_id)
+        gated = self._parts.index.search_dense(
+            self._view.namespace,
+            dense,
+            PointFilter(
+                user_id=where.user_id,
+                readers_any=where.readers_any,
+                active_only=True,
+                topic_tags=where.topic_tags,
+                only_ids=tuple(candidates),
+            ),
+            len(candidates),
+        )
+        passing = [h for h in gated if h.score >= gate]
+        # Breadth-first: nearer hops first, then the more similar.
+        passing.sort(key=lambda h: (hop_of.get(h.id, GRAPH_HOPS + 1), -h.score))
+        admitted = passing[:GRAPH_MAX_EXTRA]
+        return self._view.hydrate(admitted, via="graph")
