@@ -63,9 +63,7 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def make_services(
-    tmp_path: Path, embedder: Embedder, screen: object
-) -> Iterator[ServicesFactory]:
+def make_services(tmp_path: Path, embedder: Embedder, screen: object) -> Iterator[ServicesFactory]:
     """Build real services in a fresh data dir on SQLite or PostgreSQL (a schema per call)."""
     opened: list[Services] = []
     schemas: list[tuple[str, str]] = []

@@ -16,7 +16,8 @@ AGENTS = ("planner", "coder")
 
 def _memory(tenant: str, user: str, agent: str) -> str:
     # Near-identical across scopes: only the trailing tag differs.
-    return f"The user likes hiking in the Alps on weekends and drinks oat milk [{tenant}-{user}-{agent}]"
+    tag = f"{tenant}-{user}-{agent}"
+    return f"The user likes hiking in the Alps on weekends and drinks oat milk [{tag}]"
 
 
 @pytest.fixture
@@ -52,7 +53,9 @@ def test_get_update_delete_other_scope_is_404_and_untouched(world: tuple[Api, di
         if scope == other:
             continue
         assert api.call("GET", f"/v1/memories/{note_id}", key).status_code == 404
-        r = api.call("PATCH", f"/v1/memories/{note_id}", key, json={"text": "overwritten by intruder"})
+        r = api.call(
+            "PATCH", f"/v1/memories/{note_id}", key, json={"text": "overwritten by intruder"}
+        )
         assert r.status_code == 404
         assert api.call("DELETE", f"/v1/memories/{note_id}", key).status_code == 404
         assert api.call("DELETE", f"/v1/memories/{note_id}?purge=true", key).status_code == 404
@@ -75,7 +78,9 @@ def test_link_to_other_scope_is_404(world: tuple[Api, dict, dict]) -> None:
 def test_scope_in_body_is_422(world: tuple[Api, dict, dict], field: str) -> None:
     api, keys, _ = world
     key = keys[("acme", "alice", "planner")]
-    r = api.call("POST", "/v1/memories", key, json={"text": "a perfectly fine memory", field: "globex"})
+    r = api.call(
+        "POST", "/v1/memories", key, json={"text": "a perfectly fine memory", field: "globex"}
+    )
     assert r.status_code == 422
     assert r.json()["error"]["code"] == "invalid_request"
     r = api.call("POST", "/v1/memories/search", key, json={"query": "memory", field: "globex"})

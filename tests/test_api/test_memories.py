@@ -17,8 +17,18 @@ def test_add_returns_201_with_the_contract_fields(api: Api) -> None:
     key = api.agent_key("t1", "u1", "a1")
     note = api.add(key, "The user is allergic to peanuts", source="chat", topics=["health"])
     assert set(note) >= {
-        "id", "text", "visibility", "owner", "readers", "writers", "note_type", "topics",
-        "source", "created_at", "updated_at", "flags",
+        "id",
+        "text",
+        "visibility",
+        "owner",
+        "readers",
+        "writers",
+        "note_type",
+        "topics",
+        "source",
+        "created_at",
+        "updated_at",
+        "flags",
     }
     assert note["visibility"] == "private"
     assert note["owner"] == "a1" and note["readers"] == ["a1"] and note["writers"] == ["a1"]
@@ -28,7 +38,12 @@ def test_add_returns_201_with_the_contract_fields(api: Api) -> None:
 def test_get_list_update_delete_round_trip(api: Api) -> None:
     key = api.agent_key("t1", "u1", "a1")
     note = api.add(key, "The user's favourite colour is green")
-    r = api.call("PATCH", f"/v1/memories/{note['id']}", key, json={"text": "The user's favourite colour is blue"})
+    r = api.call(
+        "PATCH",
+        f"/v1/memories/{note['id']}",
+        key,
+        json={"text": "The user's favourite colour is blue"},
+    )
     assert r.status_code == 200 and r.json()["text"].endswith("blue")
     assert api.call("GET", f"/v1/memories/{note['id']}", key).json()["text"].endswith("blue")
     hits = api.search(key, "favourite colour")

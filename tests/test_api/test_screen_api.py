@@ -71,7 +71,10 @@ def test_pii_is_redacted_and_recorded(api: Api) -> None:
     assert "alice.martin@example.com" not in note["text"]
     assert "[email]" in note["text"] and "[card]" in note["text"]
     assert note["redacted"] == ["email", "card"]
-    assert api.call("GET", f"/v1/memories/{note['id']}", key).json()["redacted"] == ["email", "card"]
+    assert api.call("GET", f"/v1/memories/{note['id']}", key).json()["redacted"] == [
+        "email",
+        "card",
+    ]
 
 
 def test_tenant_policy_switches_pii_handling(api: Api) -> None:

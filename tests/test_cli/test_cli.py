@@ -25,8 +25,18 @@ def test_create_tenant_then_issue_key(tmp_path: Path) -> None:
     assert "mvk_acme." in created.output
     issued = runner.invoke(
         app,
-        ["keys", "issue", "--tenant", "acme", "--user", "alice", "--agent", "planner",
-         "--data-dir", str(tmp_path)],
+        [
+            "keys",
+            "issue",
+            "--tenant",
+            "acme",
+            "--user",
+            "alice",
+            "--agent",
+            "planner",
+            "--data-dir",
+            str(tmp_path),
+        ],
     )
     assert issued.exit_code == 0, issued.output
     assert issued.output.strip().startswith("mvk_acme.")
@@ -34,8 +44,18 @@ def test_create_tenant_then_issue_key(tmp_path: Path) -> None:
     assert again.exit_code != 0
     unknown = runner.invoke(
         app,
-        ["keys", "issue", "--tenant", "nope", "--user", "u", "--agent", "a",
-         "--data-dir", str(tmp_path)],
+        [
+            "keys",
+            "issue",
+            "--tenant",
+            "nope",
+            "--user",
+            "u",
+            "--agent",
+            "a",
+            "--data-dir",
+            str(tmp_path),
+        ],
     )
     assert unknown.exit_code != 0
 
@@ -73,7 +93,11 @@ def test_make_serve_then_curl_add_and_search(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMVAULT_")}
     proc = subprocess.Popen(
         ["make", "-s", "serve", f"PORT={port}", f"DATA_DIR={data}"],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
         start_new_session=True,
     )
     base = f"http://127.0.0.1:{port}"
@@ -90,12 +114,24 @@ def test_make_serve_then_curl_add_and_search(tmp_path: Path) -> None:
         operator_key = (data / "operator.key").read_text().strip()
         assert (data / "operator.key").stat().st_mode & 0o777 == 0o600
         admin = _curl("POST", f"{base}/v1/operator/tenants", operator_key, {"tenant_id": "acme"})
-        agent = _curl("POST", f"{base}/v1/admin/keys", admin["api_key"],
-                      {"user_id": "alice", "agent_id": "planner"})
-        added = _curl("POST", f"{base}/v1/memories", agent["api_key"],
-                      {"text": "Alice takes her coffee with oat milk"})
-        found = _curl("POST", f"{base}/v1/memories/search", agent["api_key"],
-                      {"query": "how does alice take her coffee?"})
+        agent = _curl(
+            "POST",
+            f"{base}/v1/admin/keys",
+            admin["api_key"],
+            {"user_id": "alice", "agent_id": "planner"},
+        )
+        added = _curl(
+            "POST",
+            f"{base}/v1/memories",
+            agent["api_key"],
+            {"text": "Alice takes her coffee with oat milk"},
+        )
+        found = _curl(
+            "POST",
+            f"{base}/v1/memories/search",
+            agent["api_key"],
+            {"query": "how does alice take her coffee?"},
+        )
         assert found["results"][0]["id"] == added["id"]
         assert found["results"][0]["text"] == "Alice takes her coffee with oat milk"
     finally:

@@ -10,10 +10,10 @@ import pytest
 from memvault.errors import DecryptionError
 from memvault.keyring import FileMasterKey, Keyring
 from memvault.scope import Scope
+from memvault.vault.codec import NoteCodec
 from memvault.vault.index.base import PointFilter
 from memvault.vault.store.database import Database
 from memvault.vault.store.models import NoteRow
-from memvault.vault.codec import NoteCodec
 from tests.conftest import ServicesFactory
 
 
@@ -22,13 +22,17 @@ def _seed(services, user: str) -> list[str]:  # type: ignore[no-untyped-def]
     for agent in ("a1", "a2"):
         v = services.vault.scoped(Scope("t1", user, agent))
         ids.append(v.add(f"{user} keeps the spare key under the blue flowerpot ({agent})").id)
-        ids.append(v.add(f"{user} shares the wifi name with guests ({agent})", visibility="shared").id)
+        ids.append(
+            v.add(f"{user} shares the wifi name with guests ({agent})", visibility="shared").id
+        )
     first = services.vault.scoped(Scope("t1", user, "a1"))
     first.link(ids[0], ids[1])
     return ids
 
 
-def test_erase_user_leaves_nothing_in_any_store(make_services: ServicesFactory, backend: str) -> None:
+def test_erase_user_leaves_nothing_in_any_store(
+    make_services: ServicesFactory, backend: str
+) -> None:
     services = make_services(backend)
     _seed(services, "alice")
     _seed(services, "bob")
@@ -36,7 +40,11 @@ def test_erase_user_leaves_nothing_in_any_store(make_services: ServicesFactory, 
     assert report.rows_deleted == 4 and report.vectors_deleted == 4 and report.links_deleted == 1
     assert report.keys_destroyed >= 3  # a1, a2 and shared
     assert report.remaining == {
-        "sql_rows": 0, "links": 0, "index_points": 0, "data_keys": 0, "embedding_cache": 0,
+        "sql_rows": 0,
+        "links": 0,
+        "index_points": 0,
+        "data_keys": 0,
+        "embedding_cache": 0,
     }
     assert report.verified
     for agent in ("a1", "a2"):
@@ -81,7 +89,12 @@ def test_copy_taken_before_erase_cannot_be_decrypted_after(
     codec = NoteCodec(keyring)
     for row in rows:
         with pytest.raises(DecryptionError):
-            codec.open(Scope(row.tenant_id, row.user_id, row.agent_id), row.id, row.key_version,
-                       row.text_ct, row.attrs_ct)
+            codec.open(
+                Scope(row.tenant_id, row.user_id, row.agent_id),
+                row.id,
+                row.key_version,
+                row.text_ct,
+                row.attrs_ct,
+            )
     keyring.close()
     old.dispose()

@@ -27,7 +27,9 @@ def test_markers_never_reach_any_file_under_the_data_dir(
 ) -> None:
     root = tmp_path / "vault"
     services = make_services("sqlite", data_dir=root)
-    agents = [services.vault.scoped(Scope("t1", f"u{u}", f"a{a}")) for u in range(2) for a in range(2)]
+    agents = [
+        services.vault.scoped(Scope("t1", f"u{u}", f"a{a}")) for u in range(2) for a in range(2)
+    ]
     markers = [f"qzmarker{i:05d}xj" for i in range(N_NOTES)]
     for i, marker in enumerate(markers):
         agent = agents[i % len(agents)]
@@ -47,7 +49,9 @@ def test_markers_never_reach_any_file_under_the_data_dir(
     assert _find(root, needles) == []
 
 
-def test_search_still_works_so_the_markers_were_really_indexed(make_services: ServicesFactory) -> None:
+def test_search_still_works_so_the_markers_were_really_indexed(
+    make_services: ServicesFactory,
+) -> None:
     services = make_services("sqlite")
     agent = services.vault.scoped(Scope("t1", "u1", "a1"))
     agent.add("The user mentioned qzmarker00042xj while talking about travel plans")

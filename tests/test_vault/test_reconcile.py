@@ -65,7 +65,9 @@ def test_reconciler_leaves_young_pending_rows_alone(make_services: ServicesFacto
     assert len(_rows(services, PENDING)) == 1
 
 
-def test_reconciler_removes_pending_rows_whose_keys_are_gone(make_services: ServicesFactory) -> None:
+def test_reconciler_removes_pending_rows_whose_keys_are_gone(
+    make_services: ServicesFactory,
+) -> None:
     services = make_services("sqlite")
     services.tenants.create("t1")
     vault = services.vault.scoped(Scope("t1", "u1", "a1"))
@@ -87,8 +89,13 @@ def test_reconciler_deletes_orphan_vectors(make_services: ServicesFactory, backe
     orphan = "0190a0a0-0000-7000-8000-000000000001"
     services.index.upsert(
         "t1",
-        [IndexPoint(id=orphan, dense=[0.1] * services.vault.parts.embedder.dimension,
-                    payload={"user_id": "u1", "agent_id": "a1", "readers": ["a1"], "is_active": 1})],
+        [
+            IndexPoint(
+                id=orphan,
+                dense=[0.1] * services.vault.parts.embedder.dimension,
+                payload={"user_id": "u1", "agent_id": "a1", "readers": ["a1"], "is_active": 1},
+            )
+        ],
     )
     report = services.reconciler.run(grace_seconds=0)
     assert report.orphans_deleted == 1

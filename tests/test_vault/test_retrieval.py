@@ -63,8 +63,11 @@ def test_bad_mode_is_rejected(services: Services) -> None:
 
 def test_topics_filter_is_and_and_case_insensitive(services: Services) -> None:
     v = services.vault.scoped(Scope("t1", "u1", "a1"))
-    both = v.add("Rotate the staging database credentials quarterly", note_type="knowledge",
-                 topics=["Security", "Databases"])
+    both = v.add(
+        "Rotate the staging database credentials quarterly",
+        note_type="knowledge",
+        topics=["Security", "Databases"],
+    )
     v.add("Security reviews happen every spring", note_type="knowledge", topics=["security"])
     v.add("Databases are backed up nightly", note_type="knowledge", topics=["databases"])
     hits = v.search("what should we do regularly?", limit=10, topics=["security", "DATABASES"])

@@ -1,8 +1,8 @@
 """Per-namespace BM25 statistics (document count, token total) kept in SQL beside the notes.
 
 The average document length (avgdl) normalizes BM25 term weights. Each note's weights are
-computed with the avgdl at its write; as a namespace grows the figure settles, and
-`memvault reindex` can recompute old vectors if it drifts far.
+computed with the avgdl at its write; as a namespace grows the figure settles. Early notes keep
+weights from a smaller corpus (a re-index would recompute them; not built yet).
 """
 
 from __future__ import annotations
@@ -23,9 +23,20 @@ class CorpusStats:
 
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._known: set[tuple[str, str]] = set()
 
     def ensure(self, tenant: str, namespace: str) -> None:
         """Create the namespace's row if missing (its own transaction, race-safe)."""
+        if (tenant, namespace) in self._known:
+            return
+        self._ensure(tenant, namespace)
+        self._known.add((tenant, namespace))
+
+    def forget_tenant(self, tenant: str) -> None:
+        """The tenant's rows were deleted: the next write recreates them."""
+        self._known = {k for k in self._known if k[0] != tenant}
+
+    def _ensure(self, tenant: str, namespace: str) -> None:
         with self._db.session(tenant) as sess:
             if sess.get(CorpusStatsRow, (tenant, namespace)) is not None:
                 return

@@ -91,4 +91,5 @@ class Eraser:
                 counts[f"{model.__tablename__}_deleted"] = int(result.rowcount)  # type: ignore[attr-defined]
             sess.execute(delete(TenantRow).where(TenantRow.tenant_id == tenant))
         self._parts.embedder.evict_scope(tenant)
+        self._parts.corpus.forget_tenant(tenant)
         return counts
