@@ -435,6 +435,28 @@ def test_search_hybrid_second_on_both_wins_fusion(index: VectorIndex) -> None:
     assert hits[0].payload["user_id"] == "u1"
 
 
+def test_search_hybrid_weights_favour_the_heavier_list(index: VectorIndex) -> None:
+    ids = _fusion_points(index)
+    name = {v: k for k, v in ids.items()}
+
+    hits = index.search_hybrid(
+        NS,
+        axis(0),
+        sparse({1: 1.0, 2: 1.0}),
+        PointFilter(user_id="u1"),
+        limit=3,
+        prefetch=3,
+        weights=(2.0, 1.0),
+    )
+
+    # Weighted RRF: rank r (1-based) in a list of weight w scores 1 / (r / w + k - 1).
+    # Dense A, C, D; sparse B, C, D. C = 1/60 + 1/61, D = 1/60.5 + 1/62, A = 1/59.5, B = 1/60:
+    # unweighted, A and B tie for third; weighting dense twice puts A there.
+    assert [name[h.id] for h in hits] == ["C", "D", "A"]
+    assert hits[0].score == pytest.approx(1 / 60 + 1 / 61, rel=1e-4)
+    assert hits[2].score == pytest.approx(1 / 59.5, rel=1e-4)
+
+
 def test_search_hybrid_filter_applies_inside_both_prefetches(index: VectorIndex) -> None:
     ids = _fusion_points(index)
     name = {v: k for k, v in ids.items()}

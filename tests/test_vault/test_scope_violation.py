@@ -36,9 +36,12 @@ class FilterDroppingIndex:
         where: PointFilter,
         limit: int,
         prefetch: int,
+        weights: tuple[float, float] = (1.0, 1.0),
     ) -> list[Hit]:
         return list(
-            self._inner.search_hybrid(namespace, dense, sparse, PointFilter(), limit, prefetch)
+            self._inner.search_hybrid(
+                namespace, dense, sparse, PointFilter(), limit, prefetch, weights
+            )
         )
 
 

@@ -35,6 +35,16 @@ GRAPH_GATE_BY_MODEL: dict[str, float] = {
 }
 DEFAULT_GRAPH_GATE = 0.25
 
+FUSION_WEIGHTS_BY_MODEL: dict[str, tuple[float, float]] = {
+    # (dense, sparse) weights of the in-store RRF, per embedding model (docs/retrieval.md).
+}
+DEFAULT_FUSION_WEIGHTS = (1.0, 1.0)
+
+
+def fusion_weights(model_id: str) -> tuple[float, float]:
+    """The (dense, sparse) weights of the hybrid fusion for an embedding model."""
+    return FUSION_WEIGHTS_BY_MODEL.get(model_id, DEFAULT_FUSION_WEIGHTS)
+
 
 def graph_gate(model_id: str) -> float:
     """The graph walk's relevance threshold for an embedding model."""
@@ -74,7 +84,13 @@ class HybridRetriever:
         else:
             assert dense is not None and sparse is not None
             hits = index.search_hybrid(
-                namespace, dense, sparse, where, fetch, prefetch=max(fetch, 50)
+                namespace,
+                dense,
+                sparse,
+                where,
+                fetch,
+                prefetch=max(fetch, 50),
+                weights=fusion_weights(embedder.model_id),
             )
         results = self._view.hydrate(hits)
         if mode == "full":

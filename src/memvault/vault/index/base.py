@@ -108,8 +108,13 @@ class VectorIndex(Protocol):
         where: PointFilter,
         limit: int,
         prefetch: int,
+        weights: tuple[float, float] = (1.0, 1.0),
     ) -> list[Hit]:
-        """Prefetch `prefetch` dense and sparse candidates with `where`, fuse by RRF in-store."""
+        """Prefetch `prefetch` dense and sparse candidates with `where`, fuse by RRF in-store.
+
+        `weights` (dense, sparse) weigh each list in the fusion (Qdrant's weighted RRF): a rank
+        `r` (1-based) of a list with weight `w` contributes `1 / (r / w + k - 1)`.
+        """
 
     def retrieve(self, namespace: str, ids: Sequence[str]) -> list[Hit]:
         """Points by id with payload (score 0). Missing ids are skipped."""

@@ -351,6 +351,7 @@ class EdgeIndex:
         where: PointFilter,
         limit: int,
         prefetch: int,
+        weights: tuple[float, float] = (1.0, 1.0),
     ) -> list[Hit]:
         """Dense and sparse prefetches, both filtered by `where`, fused by RRF (k=`RRF_K`).
 
@@ -373,7 +374,7 @@ class EdgeIndex:
                     filter=flt,
                 ),
             ],
-            query=Fusion.Rrf(k=RRF_K),  # type: ignore[arg-type]  # the stub omits nested Rrf
+            query=Fusion.Rrf(k=RRF_K, weights=list(weights)),  # type: ignore[arg-type]
             filter=flt,
             with_payload=True,
         )

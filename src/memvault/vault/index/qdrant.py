@@ -287,6 +287,7 @@ class QdrantIndex:
         where: PointFilter,
         limit: int,
         prefetch: int,
+        weights: tuple[float, float] = (1.0, 1.0),
     ) -> list[Hit]:
         """Dense and sparse prefetches, both filtered by `where`, fused by RRF (k=`RRF_K`).
 
@@ -301,7 +302,7 @@ class QdrantIndex:
                 query=_qdrant_sparse(sparse), using=SPARSE, filter=flt, limit=candidates
             ),
         ]
-        fusion = models.RrfQuery(rrf=models.Rrf(k=RRF_K))
+        fusion = models.RrfQuery(rrf=models.Rrf(k=RRF_K, weights=list(weights)))
         return self._query(
             namespace,
             limit,
