@@ -22,6 +22,7 @@ class Settings(BaseSettings):
     keystore_url: str | None = None
     qdrant_url: str | None = None
     embedder: str = "use-m3"
+    embed_threads: int = Field(default=1, ge=1, le=64)
     llm: str = "off"
     llm_base_url: str | None = None
     master_key_file: Path | None = None

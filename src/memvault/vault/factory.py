@@ -82,7 +82,9 @@ def open_services(
     db = Database(settings.resolved_database_url(), schema=settings.db_schema)
     db.migrate()
     ring = keyring or Keyring.open(settings.resolved_keystore_url(), master_key_provider(settings))
-    model = embedder or make_embedder(settings.embedder, data_dir=settings.data_dir)
+    model = embedder or make_embedder(
+        settings.embedder, data_dir=settings.data_dir, threads=settings.embed_threads
+    )
     vectors = index or open_index(settings.data_dir, model.dimension, settings.qdrant_url)
     clock = time.time
     active_screen = default_screen() if screen is True else (screen or None)

@@ -11,7 +11,15 @@ DEFAULT_EMBEDDER = "use-m3"
 EMBEDDER_NAMES = ("use-m3", "e5-small", "minilm")
 
 
-def make_embedder(name: str = DEFAULT_EMBEDDER, *, data_dir: Path) -> Embedder:
+DEFAULT_THREADS = 1
+"""One BLAS/ONNX thread per model call. On this 2-core machine, with other work running, USE with
+2 threads took 203 ms p50 for one sentence against 11 ms with 1 thread, and batched 97/s against
+217/s: oversubscribed BLAS threads spin. `bench/embed_threads.py` measures it."""
+
+
+def make_embedder(
+    name: str = DEFAULT_EMBEDDER, *, data_dir: Path, threads: int = DEFAULT_THREADS
+) -> Embedder:
     """Build the embedder called `name`: `use-m3` (default), `e5-small` or `minilm`.
 
     `minilm` assembles its model folder under `data_dir / "models"` from installed packages.
@@ -20,7 +28,7 @@ def make_embedder(name: str = DEFAULT_EMBEDDER, *, data_dir: Path) -> Embedder:
     if name == "use-m3":
         from memvault.vault.embed.use import UseEmbedder
 
-        return UseEmbedder()
+        return UseEmbedder(threads=threads)
     if name == "e5-small":
         from memvault.vault.embed.e5 import E5Embedder
 
@@ -30,5 +38,5 @@ def make_embedder(name: str = DEFAULT_EMBEDDER, *, data_dir: Path) -> Embedder:
 
         models = data_dir / "models"
         model_dir = prepare_minilm_dir(models / "all-MiniLM-L6-v2-onnx-int8")
-        return FastembedEmbedder(model_dir, cache_dir=models / "fastembed-cache")
+        return FastembedEmbedder(model_dir, cache_dir=models / "fastembed-cache", threads=threads)
     raise InvalidRequest(f"embedder must be one of {', '.join(EMBEDDER_NAMES)}")
