@@ -100,3 +100,14 @@ def test_postgres_schema_isolated_per_database_object() -> None:
     finally:
         db.dispose()
         drop_schema(url, schema)
+
+
+def test_sqlite_planner_uses_primary_key_to_hydrate_ids(make_services: ServicesFactory) -> None:
+    services = make_services("sqlite")
+    query = scoped_select(
+        ReadableBy(Scope("t1", "u1", "a1")), NoteRow.id.in_(["x", "y"]), NoteRow.status == "active"
+    )
+    sql = str(query.compile(services.db.engine, compile_kwargs={"literal_binds": True}))
+    with services.db.engine.connect() as conn:
+        plan = " ".join(str(row[-1]) for row in conn.execute(text("EXPLAIN QUERY PLAN " + sql)))
+    assert "sqlite_autoindex_notes_1" in plan, plan

@@ -15,6 +15,15 @@ from sqlalchemy.orm import Session, sessionmaker
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 APP_ROLE = "memvault_app"
 
+SQLITE_PLANNER_STATS = (
+    # (index, stat): a large tenant's shape. Without statistics SQLite preferred
+    # (tenant_id, user_id) over the primary key for `id IN (...)` and scanned a user's notes.
+    ("sqlite_autoindex_notes_1", "100000 1000 1"),
+    ("ix_notes_scope", "100000 1000 100 20 1"),
+    ("ix_notes_dedup", "100000 1000 100 1 1"),
+    ("ix_notes_pending", "100 10 1"),
+)
+
 
 class Database:
     """The data store's engine. `session(tenant)` pins PostgreSQL's RLS tenant per transaction.
@@ -65,6 +74,8 @@ class Database:
                 conn.execute(text("RESET ROLE"))  # DDL runs as the connecting (owner) role
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, "head")
+            if not self.is_postgres:
+                _seed_sqlite_planner_stats(conn)
         self.engine.dispose()  # new connections take the app role created by the migration
 
     @contextmanager
@@ -89,3 +100,21 @@ def _on_sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
     cur.execute("PRAGMA case_sensitive_like=ON")
     cur.execute("PRAGMA secure_delete=ON")
     cur.close()
+
+
+def _seed_sqlite_planner_stats(conn: Any) -> None:
+    """Give SQLite's planner the statistics of a grown tenant until ANALYZE writes real ones.
+
+    SQLite documents `sqlite_stat1` as writable for this purpose; real statistics (from
+    `ANALYZE` or `PRAGMA optimize`) replace these rows.
+    """
+    conn.execute(text("ANALYZE sqlite_schema"))  # creates sqlite_stat1 when missing
+    seeded = conn.execute(text("SELECT count(*) FROM sqlite_stat1 WHERE tbl = 'notes'")).scalar()
+    if seeded:
+        return
+    for index, stat in SQLITE_PLANNER_STATS:
+        conn.execute(
+            text("INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES ('notes', :i, :s)"),
+            {"i": index, "s": stat},
+        )
+    conn.execute(text("ANALYZE sqlite_schema"))

@@ -6,7 +6,7 @@ No column holds memory text in clear: `text_ct` and `attrs_ct` are AES-GCM envel
 
 from __future__ import annotations
 
-from sqlalchemy import Float, Index, Integer, LargeBinary, String, Text
+from sqlalchemy import Float, Index, Integer, LargeBinary, String, Text, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 ID = String(128)
@@ -61,8 +61,18 @@ class NoteRow(Base):
 
     __table_args__ = (
         Index("ix_notes_scope", "tenant_id", "user_id", "agent_id", "created_at"),
-        Index("ix_notes_hash", "tenant_id", "user_id", "content_hash"),
-        Index("ix_notes_status", "tenant_id", "status"),
+        # Equality on every column the duplicate check names, so the planner prefers it to
+        # ix_notes_scope without statistics (a scope-wide walk otherwise).
+        Index("ix_notes_dedup", "tenant_id", "user_id", "agent_id", "content_hash"),
+        # Partial: only the reconciler looks for pending rows. A full (tenant_id, status) index
+        # lured SQLite into scanning every active note of a tenant to hydrate a few ids.
+        Index(
+            "ix_notes_pending",
+            "tenant_id",
+            "updated_at",
+            sqlite_where=text("status = 'pending'"),
+            postgresql_where=text("status = 'pending'"),
+        ),
     )
 
 
