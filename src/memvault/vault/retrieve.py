@@ -37,6 +37,10 @@ DEFAULT_GRAPH_GATE = 0.25
 
 FUSION_WEIGHTS_BY_MODEL: dict[str, tuple[float, float]] = {
     # (dense, sparse) weights of the in-store RRF, per embedding model (docs/retrieval.md).
+    # USE-m3's dense list is far weaker than keyed BM25 on LoCoMo (R@10 .319 vs .614): at equal
+    # weight it drags hybrid to .49. Chosen on conversations 0-4 (dense 1.0/.5/.3/.2/.1 ->
+    # R@10 .507/.502/.506/.518/.553), confirmed on 5-9 (1.0 -> .493, 0.1 -> .550).
+    "use-m3": (0.1, 1.0),
 }
 DEFAULT_FUSION_WEIGHTS = (1.0, 1.0)
 
