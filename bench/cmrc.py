@@ -7,7 +7,8 @@ retrieved: hits are mapped to their paragraphs (first occurrence wins) and recal
 and MRR@5 are computed on that paragraph ranking. Each mode runs in a fresh vault (heat).
 
 Run: `.venv/bin/python -m bench.cmrc [--embedder use-m3] [--modes dense,sparse,hybrid,full]
-[--chunk-chars 150]`. Writes `bench/out/cmrc-<embedder>-c<chunk-chars>.json`.
+[--chunk-chars 150] [--limit-paragraphs N]`. Writes
+`bench/out/cmrc-<embedder>-c<chunk-chars>[-<N>p].json`.
 """
 
 from __future__ import annotations
@@ -133,11 +134,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--embedder", default="use-m3", choices=["use-m3", "e5-small", "minilm"])
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--chunk-chars", type=int, default=DEFAULT_CHUNK_CHARS)
+    parser.add_argument(
+        "--limit-paragraphs", type=int, default=0, help="only the first N paragraphs (quick run)"
+    )
     args = parser.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if set(modes) - set(MODES):
         parser.error(f"unknown modes: {sorted(set(modes) - set(MODES))}")
     paragraphs = load_cmrc()
+    if args.limit_paragraphs:
+        paragraphs = paragraphs[: args.limit_paragraphs]
     questions = [q for p in paragraphs for q in p.questions]
     # BM25 must see words, not whole sentences: jieba splits each question into several tokens.
     tokens_per_question = statistics.mean(len(tokenize(q)) for q in questions)
@@ -156,7 +162,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{'mode':7s} {'R@1':>6s} {'R@5':>6s} {'MRR':>6s} {'ingest/s':>9s} {'p50':>7s} "
             f"{'p95':>7s} {'p50-emb':>8s}"
         )
-        out = OUT_DIR / f"cmrc-{args.embedder}-c{args.chunk_chars}.json"
+        subset = f"-{args.limit_paragraphs}p" if args.limit_paragraphs else ""
+        out = OUT_DIR / f"cmrc-{args.embedder}-c{args.chunk_chars}{subset}.json"
         header = {
             "embedder": args.embedder,
             "model_id": embedder.model_id,
