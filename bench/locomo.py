@@ -323,27 +323,43 @@ def print_cosines(cos: dict[str, Any]) -> None:
 
 
 FUSION_DEPTH = 50  # the vault's hybrid prefetch depth
-DENSE_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
+DENSE_WEIGHTS = (0.0, 0.01, 0.03, 0.1, 0.25, 0.5, 1.0)
+FUSION_KS = (5, RRF_K)
+FUSION_FORMULAS = ("textbook", "qdrant")
 
 
-def weighted_rrf(rankings: Sequence[tuple[Sequence[str], float]], k: int = RRF_K) -> list[str]:
-    """Ids ordered by sum of weight / (k + rank) over the given rankings (rank from 1)."""
+def weighted_rrf(
+    rankings: Sequence[tuple[Sequence[str], float]], k: int = RRF_K, formula: str = "textbook"
+) -> list[str]:
+    """Ids ordered by fused score over the given rankings (rank counted from 1).
+
+    `textbook`: sum of weight / (k + rank). `qdrant`: sum of 1 / (k - 1 + rank / weight), which is
+    what Qdrant Edge's `Fusion.Rrf(k, weights)` was measured to compute (the weight stretches the
+    rank instead of scaling the contribution). A zero weight drops the ranking.
+    """
     scores: dict[str, float] = {}
     for ranking, weight in rankings:
+        if weight <= 0:
+            continue
         for rank, item in enumerate(ranking, start=1):
-            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
+            qdrant = formula == "qdrant"
+            add = 1.0 / (k - 1 + rank / weight) if qdrant else weight / (k + rank)
+            scores[item] = scores.get(item, 0.0) + add
     return sorted(scores, key=lambda item: -scores[item])
 
 
 def fusion_study(
     embedder: MemoEmbedder, conversations: Sequence[Conversation], captions: bool
 ) -> dict[str, Any]:
-    """What-if: RRF of the vault's own dense and sparse top-50 with the dense list down-weighted.
+    """What-if: re-fuse the vault's own dense and sparse top-50 with other weights, k and formula.
 
-    Weight 1.0 reproduces `hybrid` (same prefetch depth and k), so the table shows what a
-    weighted fusion would buy without changing anything else. One fresh vault, no heat.
+    The `qdrant` formula at k=60 and weight 1.0 reproduces `hybrid` (same prefetch depth), so
+    the table shows what another fusion setting would buy without changing anything else.
+    A query without BM25 tokens falls back to the dense list, as the vault does. One fresh
+    vault, no heat.
     """
-    tables = {w: MetricTable() for w in DENSE_WEIGHTS}
+    grid = [(f, k, w) for f in FUSION_FORMULAS for k in FUSION_KS for w in DENSE_WEIGHTS]
+    tables = {key: MetricTable() for key in grid}
     with tempfile.TemporaryDirectory(prefix="locomo-fusion-") as tmp:
         services = open_bench_services(embedder, Path(tmp))
         try:
@@ -356,8 +372,12 @@ def fusion_study(
                     dense = [h.note.id for h in search(vault, q.text, FUSION_DEPTH, "dense")]
                     sparse = [h.note.id for h in search(vault, q.text, FUSION_DEPTH, "sparse")]
                     relevant = {note_of[d] for d in q.evidence}
-                    for w, table in tables.items():
-                        ranked = weighted_rrf([(dense, w), (sparse, 1.0)]) if sparse else dense
+                    for (formula, k, w), table in tables.items():
+                        ranked = (
+                            weighted_rrf([(dense, w), (sparse, 1.0)], k, formula)
+                            if sparse
+                            else dense
+                        )
                         table.add(
                             (CATEGORIES[q.category], "overall"),
                             {
@@ -368,17 +388,17 @@ def fusion_study(
                         )
         finally:
             services.close()
-    return {str(w): t.as_dict() for w, t in tables.items()}
+    return {f"{f} k={k} w={w}": t.as_dict() for (f, k, w), t in tables.items()}
 
 
 def print_fusion(study: dict[str, Any]) -> None:
-    """R@10 overall and multi-hop, and MRR, per dense weight."""
-    print("\n== fusion study: RRF(k=60) of dense top-50 x weight + sparse top-50")
-    print(f"{'w_dense':>7s} {'R@5':>6s} {'R@10':>6s} {'MRR':>6s} {'multi-hop R@10':>15s}")
-    for w, table in study.items():
+    """R@10 overall and multi-hop, and MRR, per fusion setting."""
+    print("\n== fusion study: dense top-50 (weight w) fused with sparse top-50 (weight 1)")
+    print(f"{'setting':24s} {'R@5':>6s} {'R@10':>6s} {'MRR':>6s} {'multi-hop R@10':>15s}")
+    for setting, table in study.items():
         o, mh = table["overall"], table["multi-hop"]
         print(
-            f"{w:>7s} {o['recall@5']:6.3f} {o['recall@10']:6.3f} {o['mrr@10']:6.3f} "
+            f"{setting:24s} {o['recall@5']:6.3f} {o['recall@10']:6.3f} {o['mrr@10']:6.3f} "
             f"{mh['recall@10']:15.3f}"
         )
 

@@ -126,3 +126,19 @@ def test_metric_table_means_per_group() -> None:
     table.add(("single-hop", "overall"), {"recall@10": 0.0})
     assert table.mean("overall", "recall@10") == 0.5
     assert table.as_dict()["multi-hop"] == {"n": 1, "recall@10": 1.0}
+
+
+def test_weighted_rrf_textbook_zero_weight_keeps_other_order() -> None:
+    from bench.locomo import weighted_rrf
+
+    assert weighted_rrf([(["x", "b"], 0.0), (["a", "b", "c"], 1.0)]) == ["a", "b", "c"]
+
+
+def test_weighted_rrf_qdrant_formula_matches_measured_edge_score() -> None:
+    from bench.locomo import weighted_rrf
+
+    # Edge scored dense rank 1 + sparse rank 1 at weights (0.1, 1) as 1/69 + 1/60: with the
+    # sparse list alone weighted 1, a sparse-only item at rank 1 beats a dense-only one.
+    ranked = weighted_rrf([(["d"], 0.1), (["s"], 1.0)], k=60, formula="qdrant")
+    assert ranked == ["s", "d"]
+    assert weighted_rrf([(["d"], 1.0), (["s"], 0.1)], k=60, formula="qdrant") == ["d", "s"]
