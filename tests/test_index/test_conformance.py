@@ -457,6 +457,30 @@ def test_search_hybrid_weights_favour_the_heavier_list(index: VectorIndex) -> No
     assert hits[2].score == pytest.approx(1 / 59.5, rel=1e-4)
 
 
+def test_search_hybrid_rrf_k_sets_the_fusion_constant(index: VectorIndex) -> None:
+    ids = _fusion_points(index)
+    name = {v: k for k, v in ids.items()}
+
+    hits = index.search_hybrid(
+        NS,
+        axis(0),
+        sparse({1: 1.0, 2: 1.0}),
+        PointFilter(user_id="u1"),
+        limit=3,
+        prefetch=3,
+        weights=(0.1, 1.0),
+        rrf_k=5,
+    )
+
+    # k = 5, dense weight 0.1: dense rank r scores 1 / (10 r + 4), sparse rank r 1 / (r + 4).
+    # C = 1/24 + 1/6, B (sparse first, no dense rank) = 1/5, D = 1/34 + 1/7, A (dense first
+    # only) = 1/14: the dense leader A drops out, which at k = 60 it would not (1/59.5 vs 1/60).
+    assert [name[h.id] for h in hits] == ["C", "B", "D"]
+    assert hits[0].score == pytest.approx(1 / 24 + 1 / 6, rel=1e-4)
+    assert hits[1].score == pytest.approx(1 / 5, rel=1e-4)
+    assert hits[2].score == pytest.approx(1 / 34 + 1 / 7, rel=1e-4)
+
+
 def test_search_hybrid_filter_applies_inside_both_prefetches(index: VectorIndex) -> None:
     ids = _fusion_points(index)
     name = {v: k for k, v in ids.items()}

@@ -37,10 +37,11 @@ class FilterDroppingIndex:
         limit: int,
         prefetch: int,
         weights: tuple[float, float] = (1.0, 1.0),
+        rrf_k: int = 60,
     ) -> list[Hit]:
         return list(
             self._inner.search_hybrid(
-                namespace, dense, sparse, PointFilter(), limit, prefetch, weights
+                namespace, dense, sparse, PointFilter(), limit, prefetch, weights, rrf_k
             )
         )
 

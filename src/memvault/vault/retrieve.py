@@ -7,10 +7,11 @@ Modes: `dense`, `sparse` (BM25 only), `hybrid` (RRF of both), `full` (hybrid + h
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from memvault.errors import InvalidRequest
-from memvault.vault.index.base import PointFilter
+from memvault.vault.index.base import RRF_K, PointFilter
 from memvault.vault.links import neighbours
 from memvault.vault.notes import SearchHit
 from memvault.vault.text import SparseEncoder, heat_boost
@@ -28,28 +29,46 @@ HEAT_CANDIDATES = 3
 
 GRAPH_GATE_BY_MODEL: dict[str, float] = {
     # Cosine of query vs an admitted neighbour. The seed's 0.25 was set for
-    # paraphrase-multilingual-MiniLM; models spread cosines differently. USE-m3 and MiniLM are
-    # set at the 75th percentile of query-vs-random-turn cosines on LoCoMo, which lets about 3
-    # in 4 evidence turns through (docs/retrieval.md). e5 is not calibrated yet.
-    "use-m3": 0.28,
-    "minilm-l6-int8": 0.34,
-    "e5-small-q4": 0.80,
+    # paraphrase-multilingual-MiniLM; models spread cosines differently. Each value is the point
+    # that best separates LoCoMo evidence turns from random turns (Youden): about 3 in 4
+    # evidence turns pass and 1 in 5 random ones (docs/retrieval.md).
+    "use-m3": 0.30,
+    "minilm-l6-int8": 0.35,
+    "e5-small-q4": 0.81,
 }
 DEFAULT_GRAPH_GATE = 0.25
 
-FUSION_WEIGHTS_BY_MODEL: dict[str, tuple[float, float]] = {
-    # (dense, sparse) weights of the in-store RRF, per embedding model (docs/retrieval.md).
-    # USE-m3's dense list is far weaker than keyed BM25 on LoCoMo (R@10 .319 vs .614): at equal
-    # weight it drags hybrid to .49. Chosen on conversations 0-4 (dense 1.0/.5/.3/.2/.1 ->
-    # R@10 .507/.502/.506/.518/.553), confirmed on 5-9 (1.0 -> .493, 0.1 -> .550).
-    "use-m3": (0.1, 1.0),
+
+@dataclass(frozen=True, slots=True)
+class Fusion:
+    """How the store fuses the dense and sparse lists: weighted RRF with constant `k`.
+
+    Qdrant's weight stretches ranks (`1 / (rank / w + k - 1)`), so a low dense weight only
+    demotes the dense list when `k` is small too.
+    """
+
+    dense_weight: float = 1.0
+    sparse_weight: float = 1.0
+    k: int = RRF_K
+
+    @property
+    def weights(self) -> tuple[float, float]:
+        return (self.dense_weight, self.sparse_weight)
+
+
+FUSION_BY_MODEL: dict[str, Fusion] = {
+    # USE-m3's dense list is far weaker than keyed BM25 (LoCoMo R@10 .319 vs .614; CMRC R@1 .700
+    # vs .953): at equal weights, k = 60, it drags hybrid to .491 / .870. The benchmark's fusion
+    # study put k = 5 with dense weight 0.03 at BM25's level while keeping dense as the fallback
+    # for queries BM25 cannot match (docs/retrieval.md); measured through the vault there too.
+    "use-m3": Fusion(dense_weight=0.03, k=5),
 }
-DEFAULT_FUSION_WEIGHTS = (1.0, 1.0)
+DEFAULT_FUSION = Fusion()
 
 
-def fusion_weights(model_id: str) -> tuple[float, float]:
-    """The (dense, sparse) weights of the hybrid fusion for an embedding model."""
-    return FUSION_WEIGHTS_BY_MODEL.get(model_id, DEFAULT_FUSION_WEIGHTS)
+def fusion_for(model_id: str) -> Fusion:
+    """The hybrid fusion settings for an embedding model."""
+    return FUSION_BY_MODEL.get(model_id, DEFAULT_FUSION)
 
 
 def graph_gate(model_id: str) -> float:
@@ -89,6 +108,7 @@ class HybridRetriever:
             hits = index.search_sparse(namespace, sparse, where, fetch) if sparse.indices else []
         else:
             assert dense is not None and sparse is not None
+            fusion = fusion_for(embedder.model_id)
             hits = index.search_hybrid(
                 namespace,
                 dense,
@@ -96,7 +116,8 @@ class HybridRetriever:
                 where,
                 fetch,
                 prefetch=max(fetch, 50),
-                weights=fusion_weights(embedder.model_id),
+                weights=fusion.weights,
+                rrf_k=fusion.k,
             )
         results = self._view.hydrate(hits)
         if mode == "full":

@@ -109,11 +109,14 @@ class VectorIndex(Protocol):
         limit: int,
         prefetch: int,
         weights: tuple[float, float] = (1.0, 1.0),
+        rrf_k: int = RRF_K,
     ) -> list[Hit]:
         """Prefetch `prefetch` dense and sparse candidates with `where`, fuse by RRF in-store.
 
         `weights` (dense, sparse) weigh each list in the fusion (Qdrant's weighted RRF): a rank
-        `r` (1-based) of a list with weight `w` contributes `1 / (r / w + k - 1)`.
+        `r` (1-based) of a list with weight `w` contributes `1 / (r / w + rrf_k - 1)`. The weight
+        stretches ranks rather than scaling scores, so a small `rrf_k` is what lets a low weight
+        actually demote a list.
         """
 
     def retrieve(self, namespace: str, ids: Sequence[str]) -> list[Hit]:

@@ -352,6 +352,7 @@ class EdgeIndex:
         limit: int,
         prefetch: int,
         weights: tuple[float, float] = (1.0, 1.0),
+        rrf_k: int = RRF_K,
     ) -> list[Hit]:
         """Dense and sparse prefetches, both filtered by `where`, fused by RRF (k=`RRF_K`).
 
@@ -374,7 +375,7 @@ class EdgeIndex:
                     filter=flt,
                 ),
             ],
-            query=Fusion.Rrf(k=RRF_K, weights=list(weights)),  # type: ignore[arg-type]
+            query=Fusion.Rrf(k=rrf_k, weights=list(weights)),  # type: ignore[arg-type]
             filter=flt,
             with_payload=True,
         )

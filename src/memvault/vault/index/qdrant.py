@@ -288,6 +288,7 @@ class QdrantIndex:
         limit: int,
         prefetch: int,
         weights: tuple[float, float] = (1.0, 1.0),
+        rrf_k: int = RRF_K,
     ) -> list[Hit]:
         """Dense and sparse prefetches, both filtered by `where`, fused by RRF (k=`RRF_K`).
 
@@ -302,7 +303,7 @@ class QdrantIndex:
                 query=_qdrant_sparse(sparse), using=SPARSE, filter=flt, limit=candidates
             ),
         ]
-        fusion = models.RrfQuery(rrf=models.Rrf(k=RRF_K, weights=list(weights)))
+        fusion = models.RrfQuery(rrf=models.Rrf(k=rrf_k, weights=list(weights)))
         return self._query(
             namespace,
             limit,
