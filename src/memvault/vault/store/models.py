@@ -149,5 +149,36 @@ class CorpusStatsRow(Base):
     token_total: Mapped[int] = mapped_column(Integer, default=0)
 
 
-TENANT_TABLES = ("notes", "links", "api_keys", "audit_events", "refusals", "corpus_stats")
+class IdempotencyRow(Base):
+    """One `Idempotency-Key` of one principal: the request's digest and its sealed response.
+
+    The response body is AES-GCM ciphertext under the principal's scope key (it may hold memory
+    text or a freshly issued API key); rows expire after 24 hours.
+    """
+
+    __tablename__ = "idempotency_keys"
+
+    tenant_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    principal: Mapped[str] = mapped_column(String(64), primary_key=True)  # the API key id
+    idem_key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    user_id: Mapped[str] = mapped_column(ID)
+    agent_id: Mapped[str] = mapped_column(ID)
+    request_hash: Mapped[str] = mapped_column(String(64))
+    state: Mapped[str] = mapped_column(String(16))  # in_flight | done
+    status_code: Mapped[int] = mapped_column(Integer, default=0)
+    response_ct: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    created_at: Mapped[float] = mapped_column(Float)
+
+    __table_args__ = (Index("ix_idempotency_created", "tenant_id", "created_at"),)
+
+
+TENANT_TABLES = (
+    "notes",
+    "links",
+    "api_keys",
+    "audit_events",
+    "refusals",
+    "corpus_stats",
+    "idempotency_keys",
+)
 """Tables with row-level security on PostgreSQL."""

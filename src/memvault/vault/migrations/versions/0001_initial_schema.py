@@ -10,12 +10,14 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from memvault.vault.store.models import TENANT_TABLES
 
 revision = "0001"
 down_revision = None
 branch_labels = None
 depends_on = None
+
+# Frozen: the tables this revision creates. Later revisions protect the tables they add.
+TENANT_TABLES = ("notes", "links", "api_keys", "audit_events", "refusals", "corpus_stats")
 
 
 def upgrade() -> None:

@@ -1,0 +1,57 @@
+"""hardening: idempotency keys; tenant ids unique regardless of case.
+
+`GLOBEX` and `globex` must not both exist: on a case-insensitive file system they would share
+files, and people read them as one tenant. A unique index on `lower(tenant_id)` makes the database
+refuse the second one even when two creations race.
+
+Revision ID: 0003
+Revises: 0002
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0003"
+down_revision = "0002"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        "idempotency_keys",
+        sa.Column("tenant_id", sa.String(length=128), nullable=False),
+        sa.Column("principal", sa.String(length=64), nullable=False),
+        sa.Column("idem_key", sa.String(length=255), nullable=False),
+        sa.Column("user_id", sa.String(length=128), nullable=False),
+        sa.Column("agent_id", sa.String(length=128), nullable=False),
+        sa.Column("request_hash", sa.String(length=64), nullable=False),
+        sa.Column("state", sa.String(length=16), nullable=False),
+        sa.Column("status_code", sa.Integer(), nullable=False),
+        sa.Column("response_ct", sa.LargeBinary(), nullable=True),
+        sa.Column("created_at", sa.Float(), nullable=False),
+        sa.PrimaryKeyConstraint("tenant_id", "principal", "idem_key"),
+    )
+    op.create_index(
+        "ix_idempotency_created", "idempotency_keys", ["tenant_id", "created_at"], unique=False
+    )
+    op.create_index(
+        "ux_tenants_casefold", "tenants", [sa.text("lower(tenant_id)")], unique=True
+    )
+    if op.get_bind().dialect.name == "postgresql":
+        op.execute("GRANT SELECT, INSERT, UPDATE, DELETE ON idempotency_keys TO memvault_app")
+        op.execute("ALTER TABLE idempotency_keys ENABLE ROW LEVEL SECURITY")
+        op.execute("ALTER TABLE idempotency_keys FORCE ROW LEVEL SECURITY")
+        op.execute(
+            "CREATE POLICY tenant_isolation ON idempotency_keys "
+            "USING (tenant_id = current_setting('app.tenant_id', true)) "
+            "WITH CHECK (tenant_id = current_setting('app.tenant_id', true))"
+        )
+
+
+def downgrade() -> None:
+    op.drop_index("ux_tenants_casefold", table_name="tenants")
+    op.drop_index("ix_idempotency_created", table_name="idempotency_keys")
+    op.drop_table("idempotency_keys")
