@@ -135,3 +135,50 @@ def test_check_refused_findings_hold_no_value(screen: Screen) -> None:
     spans = [(f.start, f.end) for f in result.findings]
     text = f"token for CI: {token}"
     assert any(text[s:e] == token for s, e in spans)
+
+
+def _aws_secret(seed: int = 7) -> str:
+    return fake("", 38, ALNUM + "/+", seed=seed) + "Zq"
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [
+        "{id} {secret}",
+        "backup user: {id}\n{secret}\n",
+        "{id},{secret},us-east-1",
+        "the id is {id} and the other half is {secret} for the backup job",
+    ],
+)
+def test_check_aws_secret_beside_access_key_id_refused(screen: Screen, layout: str) -> None:
+    key_id = "AKIA" + fake("", 16, UPPER_DIGITS)
+    secret = _aws_secret()
+    text = layout.format(id=key_id, secret=secret)
+    result = screen.check(text)
+    assert result.refusal_code == "credential_refused"
+    pair = [f for f in result.findings if f.detector == "aws_secret_access_key"]
+    assert [text[f.start : f.end] for f in pair] == [secret]
+
+
+def test_check_aws_secret_with_session_key_id_found(screen: Screen) -> None:
+    text = "ASIA" + fake("", 16, UPPER_DIGITS) + " " + _aws_secret(seed=3)
+    assert "aws_secret_access_key" in {f.detector for f in screen.check(text).findings}
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        "3f786850e387550fdab836ed7e6dc881de23001b",  # a git SHA: no capitals
+        "a" * 40,  # a placeholder
+    ],
+)
+def test_check_aws_pair_needs_a_secret_shaped_value(screen: Screen, other: str) -> None:
+    text = "AKIA" + fake("", 16, UPPER_DIGITS) + " " + other
+    detectors = {f.detector for f in screen.check(text).findings}
+    assert "aws_secret_access_key" not in detectors
+
+
+def test_check_bare_forty_chars_without_key_id_not_aws_secret(screen: Screen) -> None:
+    text = "note " + _aws_secret() + " is an upload id"
+    detectors = {f.detector for f in screen.check(text).findings}
+    assert "aws_secret_access_key" not in detectors

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from bench.screening import PII_ENTITY_TO_TYPE, Report, evaluate, shared_data_dir
+from bench.screening import OBFUSCATIONS, PII_ENTITY_TO_TYPE, Report, evaluate, shared_data_dir
 
 from memvault.screening import Screen
 
@@ -44,3 +44,25 @@ def test_evaluation_names_and_addresses_mostly_intact(report: Report, entity: st
     spans, touched = report.kept[entity]
     assert spans > 500
     assert touched / spans <= 0.01
+
+
+def test_evaluation_hidden_credentials_recall_meets_target(report: Report) -> None:
+    assert set(report.credentials.obfuscated) == set(OBFUSCATIONS)
+    for caught in report.credentials.obfuscated.values():
+        assert caught / report.credentials.total >= 0.95
+
+
+def test_evaluation_pseudonyms_keep_facts_apart(report: Report) -> None:
+    collisions = report.collisions
+    assert collisions.texts > 1400
+    assert collisions.distinct_typed < collisions.distinct_inputs  # `[TYPE]` merges facts
+    assert collisions.distinct_pseudonymised == collisions.distinct_inputs
+    assert collisions.rescreen_changed == 0
+
+
+def test_evaluation_field_mode_redacts_pii_and_keeps_names(report: Report) -> None:
+    fields = report.fields
+    assert not fields.refused
+    assert fields.kept_changed / fields.kept_values <= 0.01
+    for kind, n in fields.pii_values.items():
+        assert fields.pii_redacted[kind] / n >= 0.95

@@ -89,6 +89,6 @@ def test_check_clean_shared_accepted(screen: Screen) -> None:
 
 def test_check_flags_read_redacted_text(screen: Screen) -> None:
     result = screen.check("ping ops@example.com tomorrow about the rollout")
-    assert result.text == "ping [email] tomorrow about the rollout"
+    assert result.text == "ping [EMAIL] tomorrow about the rollout"
     flag = next(f for f in result.findings if f.family == "ephemeral")
     assert result.text[flag.start : flag.end] == "tomorrow"

@@ -7,8 +7,14 @@ Two sources, both reporting `(detector, family, start, end)` and never the value
   entropy detector stands in for them.
 - memvault's own detectors: published token formats of cloud and SaaS vendors, private-key
   blocks, JWTs, password hashes, URLs and connection strings with embedded passwords, keyword
-  assignments (`password: ...`, `api_key = "..."`), natural-language passwords in English and
-  Chinese ("my password is ...", 密码是...), authorization headers and secret-bearing URL queries.
+  assignments (`password: ...`, `api_key = "..."`), natural-language passwords in English,
+  Chinese, French, German, Spanish, Italian and Portuguese ("my password is ...", 密码是...,
+  "mon mot de passe est ...", "das Kennwort lautet ..."), authorization headers, secret-bearing URL
+  queries, and a bare AWS secret access key beside an access key id.
+
+The scanner reads the screen's normalised text (NFKC, invisible characters removed) and joins
+split keywords first ("pass word", "pass-word", "p a s s w o r d" read as "password"); finding
+spans index the text it was given.
 
 Every value a keyword-style detector captures goes through `_is_placeholder`, so templates
 (`<YOUR_API_KEY>`, `${TOKEN}`, `xxxx`, `env.PASSWORD`) pass. Nothing here logs or raises with a
@@ -276,7 +282,10 @@ def _looks_like_token(value: str) -> bool:
 
 
 # -- keyword assignments ----------------------------------------------------------------------
-_STRONG_KEYS = r"password|passwd|passwort|passphrase|passcode|pwd|secret|contrase(?:ñ|n)a|senha"
+_STRONG_KEYS = (
+    r"password|passwd|passwort|kennwort|passphrase|passcode|pwd|secret|contrase(?:ñ|n)a|senha|"
+    r"mot[_\-.]?de[_\-.]?passe|palavra[_\-.]?passe"
+)
 _WEAK_KEYS = (
     r"token|api[_\-.]?key|apikey|access[_\-.]?key|auth[_\-.]?key|private[_\-.]?key|"
     r"client[_\-.]?key|license[_\-.]?key|licen[cs]e|preshared[_\-.]?key|psk|credentials?|"
@@ -320,7 +329,7 @@ _PROSE_FOLLOWERS = _words(
     please again too very also just only still now field form page box screen dialog"""
 )
 _CLAUSE_END = re.compile(r"\s*(?:$|[.,;:!?)\]]|\s(?:and|but|or|so)\b)")
-_MORE_WORDS = re.compile(r"\s+[A-Za-z]")
+_MORE_WORDS = re.compile(r"\s+[^\W\d_]")
 
 
 def _rescanning(regex: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
@@ -390,23 +399,104 @@ _NL_NOT_A_VALUE = _words(
 )
 
 
-def _nl_value_is_secret(value: str, after: str, quoted: bool) -> bool:
+# the same, in French, German, Spanish, Italian and Portuguese (function words and common
+# adjectives of "my password is too short / strong / wrong / forgotten")
+_NL_NOT_A_VALUE_EU = _words(
+    """le la les un une des du de mon ma mes ton ta tes son sa ses notre votre leur ce cet cette
+    ces il elle on ne pas plus très tres trop assez si aussi encore toujours jamais déjà deja
+    maintenant désormais bien mal peu beaucoup vraiment tout toute tous toutes même meme
+    différent différente court courte courts long longue longs faible faibles fort forte sûr sûre
+    simple simples facile difficile nouveau nouvel nouvelle ancien ancienne vieux vieille mauvais
+    mauvaise bon bonne juste faux fausse incorrect incorrecte valide invalide perdu perdue écrit
+    écrite secret secrète obligatoire requis requise nécessaire vide inconnu inconnue pareil
+    pareille quoi quel quelle où dans sur sous chez avec sans pour par en au aux et ou mais donc
+    car que qui quelque rien personne unique aléatoire solide robuste complexe bizarre nul nulle
+    celui celle dessus dessous ici là
+    der die das den dem des ein eine einen einem einer mein meine meinen meiner dein deine sein
+    seine ihr ihre unser unsere euer kein keine nicht nie noch schon jetzt nun immer wieder sehr
+    zu viel ganz auch nur so ja nein gleich gleiche anders andere neu neue alt alte falsch
+    richtig korrekt ungültig gültig abgelaufen vergessen verloren geheim sicher unsicher stark
+    schwach kurz lang einfach leicht schwer schwierig kompliziert gut schlecht leer unbekannt
+    bekannt derselbe dasselbe dieselbe identisch irgendwo hier dort da irgendwas etwas nichts was
+    welches wo wie in im auf an am bei mit ohne für von vom zum zur und oder aber weil dass
+    leider eigentlich wohl bestimmt total extrem ziemlich zufällig aktiv inaktiv gestern heute
+    morgen bald hier demain aujourd'hui ayer hoy mañana ieri oggi domani ontem hoje amanhã
+    el los las lo unos unas mi mis tu tus su sus nuestro nuestra muy demasiado demasiada bastante
+    poco poca no ni ya aún aun todavía siempre nunca ahora también solo sólo igual diferente
+    distinta distinto misma mismo corta corto larga largo débil debil fuerte segura seguro
+    insegura inseguro fácil facil difícil dificil complicada complicado sencilla sencillo nueva
+    nuevo vieja viejo antigua antiguo mala malo buena bueno correcta correcto incorrecta
+    incorrecto inválida inválido válida válido caducada caducado secreta secreto obligatoria
+    obligatorio necesaria necesario vacía vacío desconocida desconocido única único aleatoria
+    qué cuál cual dónde donde en del con sin para por al y o pero que algo nada este esta esto
+    il lo gli uno mio mia miei mie tuo tua suo sua nostra nostro troppo troppa molto molta non
+    né già ancora sempre mai ora adesso anche uguale diverso diversa stessa stesso corta corto
+    lunga lungo debole sicura sicuro insicura insicuro semplice nuova vecchia vecchio giusta
+    giusto sbagliata sbagliato errata errato segreta obbligatoria necessaria vuota vuoto
+    sconosciuta unica unico casuale che cosa quale dove di della dello delle degli con senza per
+    ai ma qualcosa niente nulla questa questo quella quello
+    os as um uma uns umas minha meu tua teu sua seu nossa nosso muito muita demais pouco pouca
+    não nem já ainda sempre nunca agora também só igual mesma mesmo curta curto longa longo
+    fraca fraco forte segura seguro insegura fácil difícil simples nova novo velha velho antiga
+    antigo errada errado certa certo correta correto incorreta inválida válida secreta
+    obrigatória necessária vazia desconhecida única aleatória qual onde em do da dos das com sem
+    para por ao e ou mas algo nada esta este isso aquela"""
+)
+# word endings that mark adjectives, participles and adverbs, per language
+_PROSE_SUFFIX: dict[str, re.Pattern[str]] = {
+    "en": re.compile(r"(?:ly|ed|er|ing|able|ible|ous|ive|ful|less|ure|ent|ant)$"),
+    "fr": re.compile(
+        r"(?:é|ée|és|ées|ique|iques|able|ables|ible|ibles|eux|euse|euses|ment|if|ive|ives|ant|"
+        r"ante|ants|antes|ent|ente|ents|entes)$"
+    ),
+    "de": re.compile(
+        r"(?:ig|ige|igen|lich|liche|lichen|bar|los|lose|sam|isch|ische|haft|end|ende|iert|ierte)$|"
+        r"^ge\w{2,}(?:t|en)$"
+    ),
+    "es": re.compile(
+        r"(?:ado|ada|ados|adas|ido|ida|idos|idas|oso|osa|osos|osas|ble|bles|mente|ente|entes|"
+        r"ante|antes|ivo|iva|ivos|ivas)$"
+    ),
+    "it": re.compile(
+        r"(?:ato|ata|ati|ate|ito|ita|iti|ite|uto|uta|oso|osa|osi|ose|bile|bili|mente|ente|enti|"
+        r"ante|anti|ivo|iva|ivi|ive)$"
+    ),
+    "pt": re.compile(
+        r"(?:ado|ada|ados|adas|ido|ida|idos|idas|oso|osa|vel|veis|mente|ente|entes|ante|antes|"
+        r"ivo|iva)$"
+    ),
+}
+# "l'anniversaire de ma fille", "dell'ufficio": an elided article starts prose, not a value
+_ELISION = re.compile(r"(?i)^(?:l|d|qu|c|j|m|t|s|n|dell|all|nell|sull|dall|un)['’]")
+_CLAUSE_END_EU = re.compile(
+    r"\s*(?:$|[.,;:!?)\]»“”]|\s(?:and|but|or|so|et|mais|ou|donc|und|aber|oder|doch|y|pero|o|"
+    r"e|ma|mas|però)\b)",
+    re.IGNORECASE,
+)
+
+
+def _nl_value_is_secret(value: str, after: str, quoted: bool, lang: str = "en") -> bool:
     if _is_placeholder(value):
         return False
     if quoted:
         return True
-    word = value.rstrip(".,;:!?)]\"'")
-    if len(word) < 3 or word.lower() in _NL_NOT_A_VALUE:
+    word = value.rstrip(".,;:!?)]\"'»”’")
+    lowered = word.lower()
+    if len(word) < 3 or lowered in _NL_NOT_A_VALUE:
         return False
-    if any(ch.isdigit() for ch in word) or not word.replace("-", "").replace("'", "").isalpha():
+    if lang != "en" and (lowered in _NL_NOT_A_VALUE_EU or _ELISION.match(word)):
+        return False
+    plain = word.replace("-", "").replace("'", "").replace("’", "")
+    if any(ch.isdigit() for ch in word) or not plain.isalpha():
         return True
     if word[1:] != word[1:].lower():  # inner capitals: "hunTer", "CorrectHorse"
         return True
-    if re.search(r"(?:ly|ed|er|ing|able|ible|ous|ive|ful|less|ure|ent|ant)$", word.lower()):
+    if _PROSE_SUFFIX[lang].search(lowered):
         return False
     # a lone word that ends the clause is a value ("my password is swordfish.")
     trailing = value[len(word) :]
-    return bool(trailing) or bool(_CLAUSE_END.match(after))
+    clause_end = _CLAUSE_END if lang == "en" else _CLAUSE_END_EU
+    return bool(trailing) or bool(clause_end.match(after))
 
 
 def _nl_password_findings(text: str) -> Iterator[Finding]:
@@ -418,6 +508,123 @@ def _nl_password_findings(text: str) -> Iterator[Finding]:
             continue
         if _nl_value_is_secret(value, text[m.end(group) :], quoted):
             yield Finding("natural_language_password", PASSWORD, m.start(group), m.end(group))
+
+
+# European languages: keyword (+ optional "of the wifi" part) + verb or ':' + value.
+# `numeric` keywords (PIN, door codes) need a digit in the value; `weak` ones (Spanish "clave",
+# which is also "the key to success") need a value that looks machine-made or is quoted.
+_EU_MID_GUARD = r"(?:(?!\s(?:et|und|y|e|ou|oder|o|and|or|mais|aber|pero|ma|mas)\s)[^\n.!?:=,;])"
+_EU_VALUE = (
+    r"(?:(?P<q>[\"'`“‘«„‚])\s*(?P<qv>[^\"'`”’»“\n]{1,100}?)\s*[\"'`”’»“]|(?P<v>[^\s]{1,100}))"
+)
+
+
+def _eu_pattern(keywords: str, mid: str, verbs: str, compound: str = "") -> re.Pattern[str]:
+    """`compound`: keywords that may end a longer word ("WLAN-Passwort", "Routerkennwort")."""
+    return re.compile(
+        r"(?:(?<!\w)(?:" + keywords + r")" + (f"|{compound}" if compound else "") + ")"
+        r"(?:\s+(?:" + mid + r")(?!\w)" + _EU_MID_GUARD + r"{0,40}?)?"
+        r"(?:\s+(?:" + verbs + r")(?!\w)\s*[:\-]?\s*|\s*,?\s*c['’]est\s+|\s*[:=]\s*)" + _EU_VALUE,
+        re.IGNORECASE,
+    )
+
+
+_PIN = r"(?-i:PIN)"
+_NL_PASSWORD_EU: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "fr",
+        _eu_pattern(
+            r"(?P<numeric>code\s+(?:" + _PIN + r"|secret|d['’]acc[eè]s|de\s+(?:la\s+|l['’])?"
+            r"(?:porte|portail|alarme|immeuble|entr[ée]e|cadenas|coffre))|digicode|" + _PIN + r")|"
+            r"mot[\s\-_.]*de[\s\-_.]*passe|(?:mon|ton|son|le|votre|notre)\s+password",
+            r"du|de\s+la|de\s+l['’]|des|de|d['’]|pour|sur",
+            r"est(?:\s+(?:maintenant|désormais|toujours|encore))?|était|etait|sera|reste|"
+            r"(?:a\s+été|est)\s+(?:chang|modifi|remplac|réinitialis|reinitialis|défini|mis)"
+            r"(?:é|ée|e)?\s+(?:en|par|pour|à|a|sur)",
+        ),
+    ),
+    (
+        "de",
+        _eu_pattern(
+            r"(?P<numeric>" + _PIN + r"(?:-?(?:Code|Nummer))?|(?:haustür|tür|tor|alarm(?:anlagen)?"
+            r"|zugangs|sicherheits|tresor|garagen|schloss)-?code|geheimzahl)|"
+            r"(?:das|mein|dein|sein|ihr|unser|euer)\s+password",
+            r"für|fürs|vom|von|des|der|zum|zur|bei|auf",
+            r"lautet(?:\s+(?:jetzt|nun|immer\s+noch|weiterhin))?|"
+            r"ist(?:\s+(?:jetzt|nun|immer\s+noch|weiterhin|noch))?|war|heißt|heisst|bleibt|"
+            r"(?:wurde|ist)\s+(?:auf|in|zu)",
+            compound=r"passwort|kennwort",
+        ),
+    ),
+    (
+        "es",
+        _eu_pattern(
+            r"(?P<numeric>c[óo]digo\s+(?:" + _PIN + r"|de\s+(?:acceso|seguridad|desbloqueo|la\s+"
+            r"(?:puerta|alarma|caja))|del\s+(?:portal|port[óo]n|candado))|" + _PIN + r")|"
+            r"contrase(?:ñ|n)a|(?:mi|tu|su|la|nuestra)\s+password|"
+            r"(?P<weak>(?:mi|tu|su|la|nuestra)\s+clave)",
+            r"del|de\s+la|de|para|en",
+            r"es(?:\s+ahora)?|era|será|sera|sigue\s+siendo|"
+            r"(?:se\s+)?(?:cambi[óo]|ha\s+cambiado|ha\s+sido\s+cambiada|fue\s+cambiada)"
+            r"\s+(?:a|por)",
+        ),
+    ),
+    (
+        "it",
+        _eu_pattern(
+            r"(?P<numeric>codice\s+(?:" + _PIN + r"|segreto|di\s+accesso|d['’]accesso|della\s+"
+            r"(?:porta|cassaforte)|dell['’](?:allarme|antifurto)|del\s+(?:portone|cancello|"
+            r"lucchetto))|" + _PIN + r")|parola\s+d['’]ordine|"
+            r"(?:(?:la|mia|tua|sua|nostra)\s+)+password",
+            r"del|della|dello|dell['’]|di|per|su",
+            r"è|e['’]|é|era|sarà|resta|rimane|"
+            r"(?:è\s+stata\s+)?(?:cambiata|modificata|impostata|reimpostata)\s+(?:in|a|con)",
+        ),
+    ),
+    (
+        "pt",
+        _eu_pattern(
+            r"(?P<numeric>c[óo]digo\s+(?:" + _PIN + r"|de\s+(?:acesso|seguran[çc]a|desbloqueio)|"
+            r"d[oa]\s+(?:port[ãa]o|porta|alarme|cadeado|cofre))|" + _PIN + r")|"
+            r"senha|palavra[\s\-_.]*passe|(?:(?:a|minha|tua|sua|nossa)\s+)+password",
+            r"do|da|de|para|no|na",
+            r"é|e['’]|era|foi|será|sera|continua\s+(?:sendo|a\s+ser)|agora\s+é|"
+            r"(?:foi\s+)?(?:alterada|mudada|trocada|definida|redefinida)\s+para",
+        ),
+    ),
+)
+
+
+def _looks_made_up(value: str) -> bool:
+    """A value that is not a plain word: a digit, a symbol or inner capitals."""
+    word = value.rstrip(".,;:!?)]\"'»”’")
+    return (
+        any(ch.isdigit() for ch in word)
+        or not word.replace("-", "").isalpha()
+        or word[1:] != word[1:].lower()
+    )
+
+
+# every European keyword above holds one of these (a cheap test before five long regexes)
+_EU_STEMS = re.compile(
+    r"pass|wort|contrase|senha|parola|pin|c[oó]d|clave|geheimzahl", re.IGNORECASE
+)
+
+
+def _nl_password_eu_findings(text: str) -> Iterator[Finding]:
+    if _EU_STEMS.search(text) is None:
+        return
+    for lang, regex in _NL_PASSWORD_EU:
+        for m in regex.finditer(text):
+            quoted = m.group("qv") is not None
+            group = "qv" if quoted else "v"
+            value = m.group(group)
+            if m.group("numeric") and not any(ch.isdigit() for ch in value):
+                continue
+            if m.groupdict().get("weak") and not quoted and not _looks_made_up(value):
+                continue
+            if _nl_value_is_secret(value, text[m.end(group) :], quoted, lang):
+                yield Finding("natural_language_password", PASSWORD, m.start(group), m.end(group))
 
 
 _ZH_PASSWORD = re.compile(
@@ -452,6 +659,83 @@ def _zh_password_findings(text: str) -> Iterator[Finding]:
         value = m.group("v").rstrip(".,;:!?)]\"'」』”’")
         if len(value) >= 3 and not _is_placeholder(value):
             yield Finding("chinese_password", PASSWORD, m.start("v"), m.start("v") + len(value))
+
+
+# -- AWS: a bare secret access key beside an access key id ------------------------------------
+_AWS_KEY_ID = re.compile(_B + r"(?:AKIA|ASIA|A3T[A-Z0-9])[A-Z0-9]{16}" + _E)
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+
+
+def _aws_pair_findings(text: str) -> Iterator[Finding]:
+    """40 characters of base64 in a text that also holds an access key id: the pair's secret."""
+    if _AWS_KEY_ID.search(text) is None:
+        return
+    for m in _AWS_SECRET.finditer(text):
+        value = m.group(0)
+        if _AWS_KEY_ID.fullmatch(value[:20]) is not None and value[20:].isalnum():
+            continue  # two ids glued together are not a secret
+        mixed = (
+            any(ch.isupper() for ch in value)
+            and any(ch.islower() for ch in value)
+            and any(ch.isdigit() or ch in "/+" for ch in value)
+        )
+        if mixed and _shannon(value) >= 3.5 and not _is_placeholder(value):
+            yield Finding("aws_secret_access_key", VENDOR, m.start(), m.end())
+
+
+# -- split keywords ----------------------------------------------------------------------------
+# "pass word", "pass-word", "Kenn wort", "contra seña": a keyword split where its parts meet
+_SPLIT_SEP = r"(?:[ \t]{1,3}|[ \t]?[\-_.·‐‑][ \t]?|-[ \t]*\r?\n[ \t]*)"
+_SPLIT_WORDS = re.compile(
+    r"(?=[pkcPKC])(?<![^\W\d_])(?:pass"
+    + _SPLIT_SEP
+    + r"(?:word|wort|phrase|code)|kenn"
+    + _SPLIT_SEP
+    + "wort|"
+    r"contra" + _SPLIT_SEP + r"se(?:ñ|n)a|palavra" + _SPLIT_SEP + r"passe)(?![^\W\d_])",
+    re.IGNORECASE,
+)
+# "p a s s w o r d", "p-a-s-s-w-o-r-d", "s.e.c.r.e.t": letters apart, one separator throughout
+_SPACED_KEYWORDS = (
+    "password",
+    "passwort",
+    "passphrase",
+    "passcode",
+    "passwd",
+    "kennwort",
+    "secret",
+    "senha",
+    "contraseña",
+    "contrasena",
+)
+
+
+def _letter_spaced(word: str, n: int) -> str:
+    sep = rf"(?P<s{n}>[ \t]{{1,2}}|[ \t]?[\-_.·*][ \t]?)"
+    return word[0] + sep + f"(?P=s{n})".join(re.escape(ch) for ch in word[1:])
+
+
+_LETTER_SPACED = re.compile(
+    r"(?=[pskcPSKC][ \t\-_.·*])(?<![^\W\d_])(?:"
+    + "|".join(_letter_spaced(word, n) for n, word in enumerate(_SPACED_KEYWORDS))
+    + r")(?![^\W\d_])",
+    re.IGNORECASE,
+)
+
+
+def join_split_keywords(text: str) -> tuple[str, list[int] | None]:
+    """`text` with split keywords joined, and each character's position in `text`.
+
+    The positions are None when nothing was joined (the text is returned as it is).
+    """
+    drop: set[int] = set()
+    for regex in (_SPLIT_WORDS, _LETTER_SPACED):
+        for m in regex.finditer(text):
+            drop.update(i for i in range(m.start(), m.end()) if not text[i].isalpha())
+    if not drop:
+        return text, None
+    positions = [i for i in range(len(text)) if i not in drop]
+    return "".join(text[i] for i in positions), positions
 
 
 # -- URLs, headers, CLI flags ------------------------------------------------------------------
@@ -580,7 +864,21 @@ class CredentialScanner:
         self._names = {id(p): _plugin_name(p) for p in self._plugins}
 
     def findings(self, text: str) -> list[Finding]:
-        """Every credential finding in `text`, in order of position."""
+        """Every credential finding in `text`, in order of position (spans index `text`)."""
+        joined, positions = join_split_keywords(text)
+        found = self._scan(joined)
+        if positions is not None:
+            found = [
+                Finding(f.detector, f.family, positions[f.start], positions[f.end - 1] + 1)
+                if f.end > f.start
+                else f
+                for f in found
+            ]
+        unique = list(dict.fromkeys(found))
+        unique.sort(key=lambda f: (f.start, -f.end))
+        return unique
+
+    def _scan(self, text: str) -> list[Finding]:
         found: list[Finding] = []
         for pattern in self._patterns:
             for m in pattern.regex.finditer(text):
@@ -594,12 +892,13 @@ class CredentialScanner:
                 )
         found.extend(_keyword_findings(text))
         found.extend(_nl_password_findings(text))
+        found.extend(_nl_password_eu_findings(text))
         found.extend(_zh_password_findings(text))
         found.extend(_context_findings(text))
         found.extend(_url_and_header_findings(text))
         found.extend(_entropy_findings(text))
+        found.extend(_aws_pair_findings(text))
         found.extend(self._detect_secrets_findings(text))
-        found.sort(key=lambda f: (f.start, -f.end))
         return found
 
     def _detect_secrets_findings(self, text: str) -> Iterator[Finding]:

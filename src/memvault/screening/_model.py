@@ -29,7 +29,13 @@ class PiiAction(StrEnum):
 
 
 PII_TYPES: tuple[str, ...] = ("email", "phone", "card", "iban", "ssn", "ip")
-"""The PII types the screen knows, each redacted as `[<type>]`."""
+"""The PII types the screen knows (policy keys and `ScreenResult.redacted_types` entries).
+
+Each is redacted as a typed placeholder: `[EMAIL]`, `[PHONE]`, `[CARD]`, `[IBAN]`, `[SSN]`,
+`[IP]`, or with a pseudonym function `[PHONE:7f3a9c]`, a keyed pseudonym of the value's
+canonical form (phone E.164, email casefolded, card/SSN digits, IBAN upper-case alphanumerics,
+IP `ipaddress` form). Placeholders pass a second screening unchanged.
+"""
 
 REFUSAL_CODES: frozenset[str] = frozenset(
     {"credential_refused", "too_short", "pii_refused", "suspicious_shared"}
@@ -41,8 +47,9 @@ FLAGS: frozenset[str] = frozenset({"ephemeral", "suspicious"})
 class Finding:
     """One detection: which detector fired, its family, and where (never what).
 
-    Credential and PII spans index the text given to `Screen.check`; ephemeral and injection spans
-    index the redacted text (`ScreenResult.text`), which is what those detectors read.
+    Credential and PII spans index the text given to `Screen.check` / `check_field` (the screen
+    reads its normalised form and maps positions back); ephemeral and injection spans index the
+    redacted text (`ScreenResult.text`), which is what those detectors read.
     """
 
     detector: str
@@ -88,9 +95,11 @@ class ScreenResult:
     """The screen's answer for one write.
 
     On refusal `text` is empty, `refusal_code` says why and `detector` names the detector; the
-    refused text is never kept. On acceptance `text` is the text to store (PII replaced by typed
-    placeholders), `redacted_types` lists the replaced types in order of first appearance and
-    `flags` holds `ephemeral` and/or `suspicious`.
+    refused text is never kept. On acceptance `text` is the text to store: the normalised input
+    (NFKC, invisible characters removed, full-width punctuation kept) with PII replaced by typed
+    placeholders (`[PHONE]`, or `[PHONE:7f3a9c]` with a pseudonym function). `redacted_types`
+    lists the replaced types (lower-case `PII_TYPES` names) in order of first appearance and
+    `flags` holds `ephemeral` and/or `suspicious` (never set by `Screen.check_field`).
     """
 
     verdict: Verdict

@@ -3,20 +3,32 @@
 Each detector validates what its pattern finds (Luhn for cards, mod-97 for IBANs, the SSA's
 rules for SSNs, `ipaddress` for IPs, `phonenumbers` for phones), so that order numbers, dates and
 version strings stay. Person names and street addresses are not detected: the screen keeps them.
+
+Redaction writes a typed placeholder, `[PHONE]`, or `[PHONE:7f3a9c]` with a keyed pseudonym of
+the value in a canonical form (`canonical_value`), so two notes that differ only in a number stay
+two notes and the same number matches across notes. Placeholders already in a text are never
+read as PII again: re-screening a stored text changes nothing.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import phonenumbers
-from phonenumbers import Leniency, PhoneNumberMatcher
+from phonenumbers import Leniency, NumberParseException, PhoneNumberFormat, PhoneNumberMatcher
 
 from memvault.screening._model import Finding
 
 PII = "pii"
+
+PSEUDONYM_RE = re.compile(r"[0-9a-f]{4,16}")
+"""What a pseudonym function must return: 4 to 16 lowercase hex characters."""
+# a placeholder this screen wrote (or the lower-case `[phone]` of earlier versions)
+PLACEHOLDER_RE = re.compile(
+    r"\[(?:EMAIL|PHONE|CARD|IBAN|SSN|IP)(?::[0-9a-f]{4,16})?\]|\[(?:email|phone|card|iban|ssn|ip)\]"
+)
 
 _EMAIL = re.compile(
     r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9][A-Za-z0-9._%+\-]{0,63}@"
@@ -198,6 +210,44 @@ def _phone_spans(text: str) -> Iterator[Finding]:
             yield Finding("phone", PII, start, match.end)
 
 
+def _canonical_phone(raw: str) -> str:
+    """E.164 under the first region where the number is valid (`+` numbers: their own); digits
+    only when no region validates it."""
+    regions: tuple[str | None, ...] = (None,) if raw.lstrip(" (").startswith("+") else PHONE_REGIONS
+    for region in regions:
+        try:
+            number = phonenumbers.parse(raw, region)
+        except NumberParseException:
+            continue
+        if phonenumbers.is_valid_number(number):
+            return phonenumbers.format_number(number, PhoneNumberFormat.E164)
+    return re.sub(r"\D", "", raw)
+
+
+def canonical_value(pii_type: str, raw: str) -> str:
+    """The form of a PII value that is pseudonymised, so that spellings of one value agree.
+
+    phone: E.164 (digits only when no region validates it); email: casefolded; card, SSN: digits;
+    IBAN: upper-case letters and digits; IP: `ipaddress`'s canonical form.
+    """
+    if pii_type == "phone":
+        return _canonical_phone(raw)
+    if pii_type == "email":
+        return raw.casefold()
+    if pii_type in ("card", "ssn"):
+        return re.sub(r"\D", "", raw)
+    if pii_type == "iban":
+        return re.sub(r"[^A-Za-z0-9]", "", raw).upper()
+    if pii_type == "ip":
+        return str(ipaddress.ip_address(raw))
+    raise ValueError(f"unknown PII type: {pii_type}")
+
+
+def placeholder(pii_type: str, pseudonym: str | None) -> str:
+    """`[PHONE]` or `[PHONE:7f3a9c]`."""
+    return f"[{pii_type.upper()}:{pseudonym}]" if pseudonym else f"[{pii_type.upper()}]"
+
+
 # Earlier detectors win overlaps: an email's digits are not a phone, an IBAN's not a card.
 _DETECTORS = (
     ("email", _email_spans),
@@ -222,12 +272,18 @@ def _checksum_shaped(text: str) -> list[tuple[int, int]]:
 
 
 def pii_findings(text: str) -> list[Finding]:
-    """Non-overlapping PII findings in `text`, in order of position."""
+    """Non-overlapping PII findings in `text`, in order of position.
+
+    Placeholders already in the text (`[PHONE:7f3a9c]`, `[email]`) are not PII.
+    """
     kept: list[Finding] = []
     blocked: list[tuple[int, int]] | None = None
+    placeholders = [m.span() for m in PLACEHOLDER_RE.finditer(text)] if "[" in text else []
     for name, detect in _DETECTORS:
         for finding in detect(text):
             if not all(finding.end <= k.start or finding.start >= k.end for k in kept):
+                continue
+            if any(finding.start < end and finding.end > start for start, end in placeholders):
                 continue
             if name == "phone":
                 blocked = _checksum_shaped(text) if blocked is None else blocked
@@ -238,13 +294,33 @@ def pii_findings(text: str) -> list[Finding]:
     return kept
 
 
-def redact(text: str, findings: list[Finding]) -> str:
-    """`text` with each finding replaced by `[<detector>]`; findings must not overlap."""
+Pseudonym = Callable[[str, str], str]
+"""`pseudonym(pii_type, canonical_value) -> short lowercase hex`, e.g. a truncated HMAC."""
+
+
+def redact(
+    text: str,
+    findings: list[Finding],
+    pseudonym: Pseudonym | None = None,
+    values_from: str | None = None,
+) -> str:
+    """`text` with each finding replaced by its typed placeholder; findings must not overlap.
+
+    With `pseudonym`, the placeholder carries `pseudonym(type, canonical value)`, the value read
+    from `values_from` (same positions as `text`; default `text` itself).
+    """
+    source = text if values_from is None else values_from
     parts: list[str] = []
     cursor = 0
     for f in sorted(findings, key=lambda f: f.start):
         parts.append(text[cursor : f.start])
-        parts.append(f"[{f.detector}]")
+        tag: str | None = None
+        if pseudonym is not None:
+            tag = pseudonym(f.detector, canonical_value(f.detector, source[f.start : f.end]))
+            tag = tag.lower() if isinstance(tag, str) else tag
+            if not isinstance(tag, str) or PSEUDONYM_RE.fullmatch(tag) is None:
+                raise ValueError("pseudonym must return 4 to 16 hex characters")
+        parts.append(placeholder(f.detector, tag))
         cursor = f.end
     parts.append(text[cursor:])
     return "".join(parts)
