@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
 
 from memvault.config import Settings
 from memvault.vault.embed.base import Embedder
 from memvault.vault.factory import Services, open_services
+from memvault.vault.store.database import APP_ROLE, upgrade_database
 
 PG_ENV = "MEMVAULT_TEST_DATABASE_URL"
 SHARED_DATA = Path(
@@ -44,6 +46,23 @@ def screen():  # type: ignore[no-untyped-def]
     return Screen()
 
 
+def app_role_url(admin_url: str, role: str = APP_ROLE) -> str:
+    """The test server's URL logging in as the app role (trust auth: no password)."""
+    url = make_url(admin_url).set(username=role, password=None)
+    return url.render_as_string(hide_password=False)
+
+
+def migrated_pg_schema(admin_url: str) -> str:
+    """A fresh schema migrated by the owner (`memvault db upgrade`), granted to the app role."""
+    schema = "mvt_" + uuid.uuid4().hex[:12]
+    try:
+        upgrade_database(admin_url, schema=schema)
+    except BaseException:
+        drop_schema(admin_url, schema)
+        raise
+    return schema
+
+
 def drop_schema(url: str, schema: str) -> None:
     engine = create_engine(url)
     with engine.begin() as conn:
@@ -72,10 +91,14 @@ def make_services(tmp_path: Path, embedder: Embedder, screen: object) -> Iterato
         root = data_dir or tmp_path / f"data{len(opened)}"
         settings = Settings(data_dir=root)
         if backend == "postgres":
-            url = pg_url_or_skip()
-            schema = "mvt_" + uuid.uuid4().hex[:12]
-            schemas.append((url, schema))
-            settings = settings.model_copy(update={"database_url": url, "db_schema": schema})
+            # As deployed: the owner (the test server's superuser) migrates a fresh schema,
+            # and the app serves as the login role `memvault_app`, which RLS binds.
+            admin_url = pg_url_or_skip()
+            schema = migrated_pg_schema(admin_url)
+            schemas.append((admin_url, schema))
+            settings = Settings(
+                data_dir=root, database_url=app_role_url(admin_url), db_schema=schema
+            )
         kw.setdefault("screen", screen)
         services = open_services(settings, embedder=embedder, **kw)  # type: ignore[arg-type]
         opened.append(services)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -27,8 +29,15 @@ class Settings(BaseSettings):
     llm_base_url: str | None = None
     master_key_file: Path | None = None
     master_key_env: str | None = None
-    operator_key: str | None = None
+    operator_key: SecretStr | None = None
     db_schema: str | None = None
+    database_admin_url: str | None = None  # owner URL for `memvault db upgrade` only
+    db_app_role: str = "memvault_app"  # PostgreSQL login role the app serves as
+
+    def __repr_args__(self) -> Any:
+        """As pydantic's, with the password inside any `*_url` setting masked (`repr`, `str`)."""
+        for name, value in super().__repr_args__():
+            yield name, _hide_password(value) if name and name.endswith("_url") else value
 
     def resolved_database_url(self) -> str:
         return self.database_url or f"sqlite:///{self.data_dir / 'memvault.db'}"
@@ -38,3 +47,17 @@ class Settings(BaseSettings):
 
     def resolved_master_key_file(self) -> Path:
         return self.master_key_file or self.data_dir / "master.key"
+
+
+def _hide_password(url: object) -> object:
+    """`url` with the password of its user info replaced by `***` (other values unchanged)."""
+    if not isinstance(url, str) or "@" not in url:
+        return url
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        host = parts.netloc.rsplit("@", 1)[1]
+        return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+    except ValueError:
+        return "***"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 from sqlalchemy import func, select, text
 
@@ -11,7 +9,13 @@ from memvault.scope import Scope
 from memvault.vault.store.database import Database
 from memvault.vault.store.models import ApiKeyRow, NoteRow
 from memvault.vault.store.scoping import OwnedBy, ReadableBy, member_list, scoped_select
-from tests.conftest import ServicesFactory, drop_schema, pg_url_or_skip
+from tests.conftest import (
+    ServicesFactory,
+    app_role_url,
+    drop_schema,
+    migrated_pg_schema,
+    pg_url_or_skip,
+)
 
 
 def test_member_list_matches_exact_ids_only() -> None:
@@ -88,8 +92,8 @@ def test_rls_refuses_writes_into_another_tenant(make_services: ServicesFactory) 
 
 def test_postgres_schema_isolated_per_database_object() -> None:
     url = pg_url_or_skip()
-    schema = "mvt_" + uuid.uuid4().hex[:12]
-    db = Database(url, schema=schema)
+    schema = migrated_pg_schema(url)
+    db = Database(app_role_url(url), schema=schema)
     try:
         db.migrate()
         with db.session("t1") as sess:

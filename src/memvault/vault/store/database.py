@@ -1,7 +1,18 @@
-"""Engine, sessions and migrations for the data store (SQLite WAL or PostgreSQL with RLS)."""
+"""Engine, sessions and migrations for the data store (SQLite WAL or PostgreSQL with RLS).
+
+PostgreSQL runs with two roles:
+
+- the **owner** (`MEMVAULT_DATABASE_ADMIN_URL`) owns the schema and the tables and runs
+  `upgrade_database` (`memvault db upgrade`): Alembic, then the app role's grants;
+- the **app login role** (`MEMVAULT_DATABASE_URL`, default role `memvault_app`) serves. It is
+  neither superuser, nor BYPASSRLS, nor an owner, so row-level security binds it on every
+  connection; there is no `SET ROLE` a `RESET ROLE` could undo. `Database.migrate()` refuses to
+  serve (`RowSecurityNotEnforced`) when that does not hold.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -9,11 +20,21 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event, text
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, Engine, create_engine, event, select, text
+from sqlalchemy.exc import ProgrammingError
 from sqlalchemy.orm import Session, sessionmaker
+
+from memvault.errors import VaultError
+from memvault.vault.store.models import TenantRow
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 APP_ROLE = "memvault_app"
+# Lists tenant ids across tenants (SECURITY DEFINER, owned by the owner; migration 0004).
+TENANT_IDS_FUNCTION = "memvault_tenant_ids"
+_ROLE_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_UPGRADE_LOCK = 0x6D76_6462  # pg_advisory_xact_lock key: one `db upgrade` at a time per cluster
+_TENANT_SETTING = "'app.tenant_id'"  # how pg_get_expr renders current_setting's argument
 
 SQLITE_PLANNER_STATS = (
     # (index, stat): a large tenant's shape. Without statistics SQLite preferred
@@ -25,58 +46,78 @@ SQLITE_PLANNER_STATS = (
 )
 
 
+class DatabaseNotReady(VaultError):
+    """The data store must not be served: its schema is behind or cannot be read."""
+
+    code = "database_not_ready"
+
+
+class RowSecurityNotEnforced(DatabaseNotReady):
+    """On PostgreSQL, the app's connection could read across tenants (RLS would not hold)."""
+
+    code = "row_security_not_enforced"
+
+
 class Database:
     """The data store's engine. `session(tenant)` pins PostgreSQL's RLS tenant per transaction.
 
-    On PostgreSQL every connection switches to the non-owner role `memvault_app` (created by the
-    migration) so row-level security applies even when the URL names a superuser.
+    On PostgreSQL the URL must log in as the app role (see the module docstring); the engine
+    never changes role, so the connection's rights are the login role's and nothing more.
     """
 
-    def __init__(self, url: str, *, schema: str | None = None, use_app_role: bool = True) -> None:
+    def __init__(self, url: str, *, schema: str | None = None) -> None:
         self.url = url
         self.is_postgres = url.startswith("postgresql")
         self.schema = schema
-        self.use_app_role = use_app_role and self.is_postgres
-        kwargs: dict[str, Any] = {"future": True}
-        if self.is_postgres:
-            kwargs["pool_pre_ping"] = True
-            if schema:
-                kwargs["connect_args"] = {"options": f"-csearch_path={schema}"}
-        else:
-            kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
-        self.engine: Engine = create_engine(url, **kwargs)
-        if self.is_postgres:
-            event.listen(self.engine, "connect", self._on_pg_connect)
-        else:
-            event.listen(self.engine, "connect", _on_sqlite_connect)
+        self.engine: Engine = _make_engine(url, schema)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
 
-    def _on_pg_connect(self, dbapi_conn: Any, _record: Any) -> None:
-        if not self.use_app_role:
-            return
-        cur = dbapi_conn.cursor()
-        cur.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (APP_ROLE,))
-        if cur.fetchone() is not None:
-            cur.execute(f"SET ROLE {APP_ROLE}")
-        cur.close()
-        dbapi_conn.commit()
-
     def migrate(self) -> None:
-        """Bring the schema to the newest Alembic revision (idempotent)."""
-        if self.is_postgres and self.schema:
-            with self.engine.begin() as conn:
-                conn.execute(text("RESET ROLE"))
-                conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"'))
-        cfg = Config()
-        cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+        """Make the store ready to serve, or refuse.
+
+        SQLite (the embedded default): bring the schema to the newest Alembic revision
+        (idempotent). PostgreSQL: the app role runs no DDL; check that the schema is at the
+        newest revision and that row-level security binds this connection
+        (`check_row_security`). Migrations run as the owner: `upgrade_database`.
+        """
+        if self.is_postgres:
+            self.check_schema_current()
+            self.check_row_security()
+            return
         with self.engine.begin() as conn:
-            if self.is_postgres:
-                conn.execute(text("RESET ROLE"))  # DDL runs as the connecting (owner) role
-            cfg.attributes["connection"] = conn
-            command.upgrade(cfg, "head")
-            if not self.is_postgres:
-                _seed_sqlite_planner_stats(conn)
-        self.engine.dispose()  # new connections take the app role created by the migration
+            _run_alembic(conn)
+            _seed_sqlite_planner_stats(conn)
+
+    def check_schema_current(self) -> None:
+        """Raise `DatabaseNotReady` unless the schema is at the newest Alembic revision."""
+        heads = set(_script().get_heads())
+        try:
+            with self.engine.connect() as conn:
+                current = set(
+                    conn.execute(text("SELECT version_num FROM alembic_version")).scalars()
+                )
+        except ProgrammingError:  # no such table, or no grant (a failed login still raises)
+            current = set()
+        if current != heads:
+            raise DatabaseNotReady(
+                "the database schema is missing, at another revision, or not granted to this "
+                "role: run `memvault db upgrade` as the owner"
+            )
+
+    def check_row_security(self) -> None:
+        """PostgreSQL: raise `RowSecurityNotEnforced` if this connection could bypass RLS.
+
+        Refused: a login role that is (or may become) a superuser or BYPASSRLS role, owns
+        (or may act as the owner of) the schema or any table in it, or may TRUNCATE a tenant
+        table; and any table of the schema with a `tenant_id` column (found in the catalog)
+        without ENABLE + FORCE row-level security and a policy on `app.tenant_id`.
+        """
+        if not self.is_postgres:
+            return
+        with self.engine.connect() as conn:
+            problems = row_security_problems(conn)
+        if problems:
+            raise RowSecurityNotEnforced("refusing to serve: " + "; ".join(problems))
 
     @contextmanager
     def session(self, tenant: str | None) -> Iterator[Session]:
@@ -88,8 +129,261 @@ class Database:
                 )
             yield sess
 
+    def tenant_ids(self) -> list[str]:
+        """Every tenant id, sorted: the one cross-tenant read the app may make.
+
+        On PostgreSQL it calls `memvault_tenant_ids()`, a SECURITY DEFINER function owned by
+        the owner that returns tenant ids and nothing else; `tenants` rows stay under RLS.
+        """
+        with self.session(None) as sess:
+            if self.is_postgres:
+                query = text(f"SELECT tenant_id FROM {TENANT_IDS_FUNCTION}()")
+                ids = sess.execute(query).scalars()
+            else:
+                ids = sess.execute(select(TenantRow.tenant_id)).scalars()
+            return sorted(str(t) for t in ids)
+
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+def upgrade_database(
+    admin_url: str,
+    *,
+    schema: str | None = None,
+    app_role: str = APP_ROLE,
+    app_password: str | None = None,
+) -> str:
+    """`memvault db upgrade`: migrate to the newest revision; return it.
+
+    SQLite: the same as `Database.migrate()`. PostgreSQL: `admin_url` logs in as the tables'
+    owner (it needs CREATEROLE to create the app role). Creates the schema if named, creates
+    the login role `app_role` if missing (NOSUPERUSER NOBYPASSRLS), runs Alembic, and grants the
+    role what serving needs and no more: USAGE on the schema, SELECT/INSERT/UPDATE/DELETE on
+    the tables (SELECT only on `alembic_version`), EXECUTE on `memvault_tenant_ids()`, and the
+    same by default on tables created later. `app_password`, if given, becomes the role's
+    password (hashed to a SCRAM verifier on this side, so it never appears in SQL).
+    Idempotent; serialised cluster-wide by an advisory lock.
+    """
+    head = str(_script().get_current_head())
+    if not admin_url.startswith("postgresql"):
+        db = Database(admin_url, schema=schema)
+        try:
+            db.migrate()
+        finally:
+            db.dispose()
+        return head
+    if not _ROLE_NAME.fullmatch(app_role):
+        raise DatabaseNotReady("the app role name must match [a-z_][a-z0-9_]* (63 at most)")
+    engine = _make_engine(admin_url, schema)
+    try:
+        with engine.begin() as conn:
+            if conn.execute(text("SELECT current_user")).scalar_one() == app_role:
+                raise DatabaseNotReady(
+                    f"the migration must run as the tables' owner, not as the app role "
+                    f"{app_role}: set MEMVAULT_DATABASE_ADMIN_URL"
+                )
+            if (
+                schema
+                and not conn.execute(
+                    text("SELECT 1 FROM pg_namespace WHERE nspname = :s"), {"s": schema}
+                ).first()
+            ):  # a schema a DBA made for the owner needs no CREATE on the database
+                conn.execute(text(f"CREATE SCHEMA IF NOT EXISTS {_ident(schema)}"))
+        with engine.begin() as conn:
+            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _UPGRADE_LOCK})
+            _ensure_app_role(conn, app_role, app_password)
+            _run_alembic(conn)
+            _grant_app_role(conn, app_role)
+    finally:
+        engine.dispose()
+    return head
+
+
+# A role the connection is, or may SET ROLE to (or inherits from): `{0}` is a role oid.
+_REACHABLE = (
+    "(pg_has_role(session_user, {0}, 'MEMBER') OR pg_has_role(current_user, {0}, 'MEMBER'))"
+)
+_IN_SCHEMA = "c.relnamespace = current_schema()::regnamespace"
+
+
+def row_security_problems(conn: Connection) -> list[str]:
+    """Why RLS would not bind this PostgreSQL connection (empty: it would). Names only."""
+    login = str(conn.execute(text("SELECT session_user")).scalar_one())
+    problems: list[str] = []
+    for name, is_super in conn.execute(
+        text(
+            "SELECT r.rolname, r.rolsuper FROM pg_roles r "
+            f"WHERE (r.rolsuper OR r.rolbypassrls) AND {_REACHABLE.format('r.oid')} "
+            "ORDER BY r.rolname <> session_user, r.rolname"
+        )
+    ):
+        what = "a superuser" if is_super else "a BYPASSRLS role"
+        if name != login:
+            problems.append(f"the database role {login} may act as {name}, {what}")
+        elif is_super:
+            return [f"the database role {login} is a superuser"]  # nothing else matters
+        else:
+            problems.append(f"the database role {login} is {what}")
+    schema = conn.execute(text("SELECT current_schema()")).scalar_one_or_none()
+    if schema is None:
+        return [*problems, "no schema on the search_path exists"]
+    return problems + _ownership_problems(conn, login, str(schema)) + _table_problems(conn, login)
+
+
+def _ownership_problems(conn: Connection, login: str, schema: str) -> list[str]:
+    """Owners bypass RLS unless forced, and may switch it off: the app owns nothing."""
+    problems: list[str] = []
+    owned = conn.execute(
+        text(
+            f"SELECT c.relname FROM pg_class c WHERE {_IN_SCHEMA} "
+            "AND c.relkind IN ('r', 'p', 'v', 'm', 'f') "
+            f"AND {_REACHABLE.format('c.relowner')} ORDER BY c.relname"
+        )
+    )
+    names = [str(name) for name in owned.scalars()]
+    if names:
+        problems.append(f"the database role {login} owns tables ({', '.join(names)})")
+    owns_schema = conn.execute(
+        text(
+            f"SELECT {_REACHABLE.format('n.nspowner')} FROM pg_namespace n "
+            "WHERE n.oid = current_schema()::regnamespace"
+        )
+    ).scalar_one()
+    if owns_schema:
+        problems.append(f"the database role {login} owns the schema {schema}")
+    return problems
+
+
+def _table_problems(conn: Connection, login: str) -> list[str]:
+    """Every table with a `tenant_id` column: RLS enabled, forced, and bound to the tenant.
+
+    A policy counts when it applies to this role; every permissive one must compare with
+    `app.tenant_id` (a `USING (true)` policy would admit every row).
+    """
+    tables = conn.execute(
+        text(
+            "SELECT c.relname, c.relrowsecurity, c.relforcerowsecurity, "
+            f"has_table_privilege(c.oid, 'TRUNCATE') FROM pg_class c WHERE {_IN_SCHEMA} "
+            "AND c.relkind IN ('r', 'p') AND EXISTS (SELECT 1 FROM pg_attribute a "
+            "WHERE a.attrelid = c.oid AND a.attname = 'tenant_id' AND a.attnum > 0 "
+            "AND NOT a.attisdropped) ORDER BY c.relname"
+        )
+    ).all()
+    if not tables:
+        return ["no table with a tenant_id column in the schema"]
+    granting: dict[str, list[str | None]] = {}
+    for table, qual, check in conn.execute(
+        text(
+            "SELECT c.relname, pg_get_expr(p.polqual, p.polrelid), "
+            "pg_get_expr(p.polwithcheck, p.polrelid) FROM pg_policy p "
+            f"JOIN pg_class c ON c.oid = p.polrelid WHERE {_IN_SCHEMA} AND p.polpermissive "
+            "AND EXISTS (SELECT 1 FROM unnest(p.polroles) AS r(oid) WHERE CASE "
+            f"WHEN r.oid = 0 THEN true ELSE {_REACHABLE.format('r.oid')} END)"
+        )
+    ):
+        granting.setdefault(str(table), []).extend([qual, check])
+    unguarded = [
+        str(table)
+        for table, enabled, forced, _ in tables
+        if not (enabled and forced and table in granting)
+        or any(e is not None and _TENANT_SETTING not in e for e in granting[table])
+    ]
+    truncatable = [str(table) for table, _, _, can_truncate in tables if can_truncate]
+    problems: list[str] = []
+    if unguarded:
+        problems.append(
+            "row-level security is not enabled, forced and bound to app.tenant_id by a policy "
+            f"on {', '.join(unguarded)}"
+        )
+    if truncatable:
+        problems.append(
+            f"the database role {login} may TRUNCATE (which ignores RLS) {', '.join(truncatable)}"
+        )
+    return problems
+
+
+def _make_engine(url: str, schema: str | None) -> Engine:
+    kwargs: dict[str, Any] = {"future": True}
+    if url.startswith("postgresql"):
+        kwargs["pool_pre_ping"] = True
+        if schema:
+            kwargs["connect_args"] = {"options": f"-csearch_path={schema}"}
+    else:
+        kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+    engine = create_engine(url, **kwargs)
+    if not url.startswith("postgresql"):
+        event.listen(engine, "connect", _on_sqlite_connect)
+    return engine
+
+
+def _alembic_config() -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    return cfg
+
+
+def _script() -> ScriptDirectory:
+    return ScriptDirectory.from_config(_alembic_config())
+
+
+def _run_alembic(conn: Connection) -> None:
+    cfg = _alembic_config()
+    cfg.attributes["connection"] = conn
+    command.upgrade(cfg, "head")
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _ensure_app_role(conn: Connection, role: str, password: str | None) -> None:
+    """Create the app login role if missing (LOGIN, and nothing that could bypass RLS)."""
+    row = conn.execute(
+        text("SELECT rolcanlogin FROM pg_roles WHERE rolname = :r"), {"r": role}
+    ).one_or_none()
+    if row is None:
+        conn.execute(
+            text(
+                f"CREATE ROLE {_ident(role)} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB "
+                "NOCREATEROLE NOREPLICATION"
+            )
+        )
+    elif not row[0]:
+        conn.execute(text(f"ALTER ROLE {_ident(role)} LOGIN"))
+    if password:
+        verifier = _scram_verifier(conn, role, password)
+        # exec_driver_sql: the verifier's colons are not bind parameters.
+        conn.exec_driver_sql(f"ALTER ROLE {_ident(role)} PASSWORD '{verifier}'")
+
+
+def _scram_verifier(conn: Connection, role: str, password: str) -> str:
+    pgconn = getattr(conn.connection.dbapi_connection, "pgconn", None)
+    if pgconn is None:
+        raise DatabaseNotReady("setting the app role's password needs the psycopg driver")
+    verifier = bytes(pgconn.encrypt_password(password.encode(), role.encode(), b"scram-sha-256"))
+    value = verifier.decode("ascii")
+    if not re.fullmatch(r"SCRAM-SHA-256\$[A-Za-z0-9+/=:$]+", value):
+        raise DatabaseNotReady("unexpected password verifier format")
+    return value
+
+
+def _grant_app_role(conn: Connection, role: str) -> None:
+    """What the app role may do in the current schema: DML under RLS, nothing else."""
+    schema = conn.execute(text("SELECT current_schema()")).scalar_one()
+    s, r = _ident(str(schema)), _ident(role)
+    for statement in (
+        f"GRANT USAGE ON SCHEMA {s} TO {r}",
+        f"REVOKE ALL ON ALL TABLES IN SCHEMA {s} FROM {r}",  # no TRUNCATE/TRIGGER left over
+        f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {s} TO {r}",
+        f"REVOKE INSERT, UPDATE, DELETE ON {s}.alembic_version FROM {r}",
+        f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA {s} TO {r}",
+        f"ALTER DEFAULT PRIVILEGES IN SCHEMA {s} "
+        f"GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO {r}",
+        f"ALTER DEFAULT PRIVILEGES IN SCHEMA {s} GRANT USAGE, SELECT ON SEQUENCES TO {r}",
+        f"GRANT EXECUTE ON FUNCTION {s}.{TENANT_IDS_FUNCTION}() TO {r}",
+    ):
+        conn.execute(text(statement))
 
 
 def _on_sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
