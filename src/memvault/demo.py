@@ -9,54 +9,100 @@ from pathlib import Path
 from typing import Any
 
 from memvault.config import Settings
+from memvault.errors import VaultError
 
 Echo = Callable[[str], None]
 
 
-def run_demo(data_dir: Path | None, echo: Echo) -> None:
-    """Run the walkthrough in `data_dir` (a fresh temporary folder when None)."""
-    from fastapi.testclient import TestClient
+class DemoFailed(VaultError):
+    """A demo step got an answer it did not expect (the message names the step and the code)."""
 
-    from memvault.api.app import create_app
-    from memvault.vault.factory import open_services
+    code = "demo_failed"
+
+
+def run_demo(data_dir: Path | None, echo: Echo) -> None:
+    """Run the walkthrough in `data_dir` (a fresh temporary folder when None).
+
+    Only the embedded stores are used, whatever MEMVAULT_DATABASE_URL, KEYSTORE_URL, QDRANT_URL
+    or the master key settings say, so the demo never writes into a configured deployment. Each
+    run creates fresh tenants, so it runs again on the same `data_dir`.
+    """
+    from memvault.vault.datadir import DataDirLock
 
     with tempfile.TemporaryDirectory(prefix="memvault-demo-") as tmp:
         root = data_dir or Path(tmp)
         operator_key = "mvop_" + secrets.token_urlsafe(24)
+        settings = Settings(
+            data_dir=root,
+            database_url=None,
+            keystore_url=None,
+            qdrant_url=None,
+            master_key_file=None,
+            master_key_env=None,
+            operator_key=None,
+            db_schema=None,
+        )
         echo(f"== memvault demo (data in {root}) ==")
-        echo("loading the embedding model ...")
-        services = open_services(Settings(data_dir=root))
+        lock = DataDirLock.acquire(root)  # before the slow imports: a busy directory fails fast
+        try:
+            from fastapi.testclient import TestClient
+
+            from memvault.api.app import create_app
+            from memvault.vault.factory import open_services
+
+            echo("loading the embedding model ...")
+            services = open_services(settings, data_dir_lock=lock)
+        except BaseException:
+            lock.release()
+            raise
         try:
             client = TestClient(create_app(services, operator_key=operator_key))
-            _walkthrough(client, operator_key, echo)
+            _walkthrough(client, operator_key, secrets.token_hex(3), echo)
         finally:
             services.close()
 
 
-def _call(client: Any, method: str, path: str, key: str, **kw: Any) -> Any:
+def _call(
+    client: Any, method: str, path: str, key: str, *, expect: int | tuple[int, ...], **kw: Any
+) -> Any:
+    """Call the API; the JSON answer when the status is `expect`, else `DemoFailed`.
+
+    With a tuple of statuses, `(status, answer)`.
+    """
     response = client.request(method, path, headers={"Authorization": f"Bearer {key}"}, **kw)
-    if response.status_code >= 400:
-        return response.status_code, response.json()
-    return response.status_code, (response.json() if response.content else None)
+    body = response.json() if response.content else None
+    if isinstance(expect, tuple) and response.status_code in expect:
+        return response.status_code, body
+    if response.status_code != expect:
+        code = body.get("error", {}).get("code") if isinstance(body, dict) else None
+        raise DemoFailed(f"{method} {path} answered {response.status_code} ({code or 'no code'})")
+    return body
 
 
-def _walkthrough(client: Any, operator_key: str, echo: Echo) -> None:
+def _walkthrough(client: Any, operator_key: str, run_id: str, echo: Echo) -> None:
     keys: dict[str, str] = {}
-    for tenant in ("acme", "globex"):
-        _, admin = _call(
-            client, "POST", "/v1/operator/tenants", operator_key, json={"tenant_id": tenant}
+    for label in ("acme", "globex"):
+        tenant = f"{label}-{run_id}"
+        admin = _call(
+            client,
+            "POST",
+            "/v1/operator/tenants",
+            operator_key,
+            expect=201,
+            json={"tenant_id": tenant},
         )
         echo(f"operator created tenant {tenant!r}; tenant-admin key {admin['key_id']}")
         for agent in ("planner", "coder"):
-            _, issued = _call(
+            issued = _call(
                 client,
                 "POST",
                 "/v1/admin/keys",
                 admin["api_key"],
+                expect=201,
                 json={"user_id": "alice", "agent_id": agent},
             )
-            keys[f"{tenant}/{agent}"] = issued["api_key"]
-        keys[f"{tenant}/admin"] = admin["api_key"]
+            keys[f"{label}/{agent}"] = issued["api_key"]
+        keys[f"{label}/admin"] = admin["api_key"]
     echo("issued agent keys for alice: acme/planner, acme/coder, globex/planner, globex/coder")
 
     echo("\n-- writes --")
@@ -66,29 +112,36 @@ def _walkthrough(client: Any, operator_key: str, echo: Echo) -> None:
         ("globex/planner", "Alice prefers afternoon meetings after three", "private"),
     ]
     for who, text, visibility in memories:
-        status, note = _call(
-            client, "POST", "/v1/memories", keys[who], json={"text": text, "visibility": visibility}
+        note = _call(
+            client,
+            "POST",
+            "/v1/memories",
+            keys[who],
+            expect=201,
+            json={"text": text, "visibility": visibility},
         )
-        echo(f"{who:15} {visibility:8} -> {status} id={note['id'][:8]}…")
-    status, refused = _call(
+        echo(f"{who:15} {visibility:8} -> 201 id={note['id'][:8]}…")
+    refused = _call(
         client,
         "POST",
         "/v1/memories",
         keys["acme/planner"],
+        expect=422,
         json={"text": "the deploy password: " + "Zq8" + "vT2mW9xLp"},
     )
     echo(
-        f"acme/planner    a password -> {status} {refused['error']['code']} "
+        f"acme/planner    a password -> 422 {refused['error']['code']} "
         f"({refused['error']['message']})"
     )
 
     echo("\n-- searches for 'when does alice like meetings?' --")
     for who in ("acme/planner", "acme/coder", "globex/planner"):
-        _, found = _call(
+        found = _call(
             client,
             "POST",
             "/v1/memories/search",
             keys[who],
+            expect=200,
             json={"query": "when does alice like meetings?", "limit": 3},
         )
         echo(f"{who}:")
@@ -97,15 +150,20 @@ def _walkthrough(client: Any, operator_key: str, echo: Echo) -> None:
     echo("acme/coder sees only the shared note; globex never sees acme's notes.")
 
     echo("\n-- erase alice in acme --")
-    _, report = _call(
-        client, "POST", "/v1/admin/erase", keys["acme/admin"], json={"user_id": "alice"}
+    report = _call(
+        client, "POST", "/v1/admin/erase", keys["acme/admin"], expect=200, json={"user_id": "alice"}
     )
+    receipt = report.get("receipt", report)
+    stores = receipt.get("stores") or []
+    remaining = receipt.get("remaining", sum(int(s.get("remaining", 0)) for s in stores))
     echo(
-        f"keys destroyed {report['keys_destroyed']}, vectors {report['vectors_deleted']}, "
-        f"rows {report['rows_deleted']}; remaining {report['remaining']} "
-        f"verified={report['verified']}"
+        f"keys destroyed {receipt['keys_destroyed']}; remaining {remaining} "
+        f"verified={receipt['verified']}"
     )
-    _, after = _call(client, "GET", "/v1/memories", keys["acme/planner"])
-    echo(f"acme/planner now lists {after['total']} memories")
-    _, still = _call(client, "GET", "/v1/memories", keys["globex/planner"])
+    status, after = _call(client, "GET", "/v1/memories", keys["acme/planner"], expect=(200, 401))
+    if status == 401:
+        echo("acme/planner's key was revoked with alice's data (401)")
+    else:
+        echo(f"acme/planner now lists {after['total']} memories")
+    still = _call(client, "GET", "/v1/memories", keys["globex/planner"], expect=200)
     echo(f"globex/planner still lists {still['total']} memories")

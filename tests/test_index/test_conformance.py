@@ -178,7 +178,9 @@ def test_namespaces_lists_created_including_mode_b(index: VectorIndex) -> None:
 # -- validation ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("bad", ["", "../etc", "a/b", "-lead", "a b", "x" * 202])
+@pytest.mark.parametrize(
+    "bad", ["", "../etc", "a/b", "-lead", "a b", "x" * 202, "acme\n", "acme\r\n", "ACME\x00"]
+)
 def test_any_call_with_bad_namespace_raises_invalid_request(index: VectorIndex, bad: str) -> None:
     with pytest.raises(InvalidRequest):
         index.upsert(bad, [point(axis(0))])

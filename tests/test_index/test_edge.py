@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import subprocess
 import sys
 import textwrap
@@ -10,11 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from memvault.errors import IndexError_
+from memvault.errors import IndexError_, InvalidRequest
 from memvault.vault.index import EdgeIndex, PointFilter
+from memvault.vault.index.edge import shard_folder_name
 from tests.test_index.shapes import DIM, axis, mix, point, sparse
 
 ALL = PointFilter()
+
+
+def _folder(namespace: str) -> str:
+    """The expected folder name, computed here independently of the adapter."""
+    return "ns-" + hashlib.sha256(namespace.encode("utf-8")).hexdigest()[:32]
 
 
 def test_edge_upsert_creates_one_shard_folder_per_namespace(tmp_path: Path) -> None:
@@ -25,9 +33,132 @@ def test_edge_upsert_creates_one_shard_folder_per_namespace(tmp_path: Path) -> N
     index.close()
 
     folders = sorted(p.name for p in tmp_path.iterdir())
-    assert folders == ["t1", "t1~agent-2"]
-    assert (tmp_path / "t1" / "edge_config.json").is_file()
-    assert (tmp_path / "t1" / "wal").is_dir()
+    assert folders == sorted([_folder("t1"), _folder("t1~agent-2")])
+    t1 = tmp_path / _folder("t1")
+    assert index.shard_path("t1") == t1
+    assert shard_folder_name("t1") == t1.name
+    assert (t1 / "edge_config.json").is_file()
+    assert (t1 / "wal").is_dir()
+    assert json.loads((t1 / "namespace.json").read_text()) == {"namespace": "t1", "format": 1}
+    assert index.namespaces() == ["t1", "t1~agent-2"]
+
+
+def test_edge_folders_never_differ_by_case_only(tmp_path: Path) -> None:
+    """`GLOBEX` and `globex` would share one folder on a case-insensitive file system."""
+    index = EdgeIndex(tmp_path, DIM)
+    upper, lower = point(axis(0)), point(axis(1))
+    index.upsert("GLOBEX", [upper])
+    index.upsert("globex", [lower])
+
+    names = [p.name for p in tmp_path.iterdir()]
+    assert len(names) == 2
+    assert len({n.lower() for n in names}) == 2
+    assert all(n == n.lower() for n in names)
+    assert index.scroll_ids("GLOBEX", ALL) == [upper.id]
+    assert index.scroll_ids("globex", ALL) == [lower.id]
+    assert index.namespaces() == ["GLOBEX", "globex"]
+    index.close()
+
+
+def test_edge_namespace_with_trailing_newline_is_refused(tmp_path: Path) -> None:
+    index = EdgeIndex(tmp_path, DIM)
+    with pytest.raises(InvalidRequest):
+        index.upsert("acme\n", [point(axis(0))])
+    with pytest.raises(InvalidRequest):
+        index.count("acme\n", ALL)
+    assert list(tmp_path.iterdir()) == []
+    index.close()
+
+
+def _legacy_shard(root: Path, namespace: str, count: int) -> list[str]:
+    """A shard folder named by its raw namespace, as older versions made, killed before close."""
+    child = textwrap.dedent(
+        f"""
+        import os, uuid
+        from pathlib import Path
+        from qdrant_edge import (
+            Distance, EdgeConfig, EdgeShard, EdgeSparseVectorParams, EdgeVectorParams, Modifier,
+            Point, UpdateOperation,
+        )
+        config = EdgeConfig(
+            vectors={{"dense": EdgeVectorParams(size={DIM}, distance=Distance.Cosine)}},
+            sparse_vectors={{"bm25": EdgeSparseVectorParams(modifier=Modifier.Idf)}},
+            max_search_threads=1,
+            wal_enabled=True,
+        )
+        root = Path({str(root)!r})
+        root.mkdir(parents=True, exist_ok=True)
+        shard = EdgeShard.create(str(root / {namespace!r}), config)
+        ids = [str(uuid.uuid4()) for _ in range({count})]
+        shard.update(UpdateOperation.upsert_points([
+            Point(id=i, vector={{"dense": [1.0] + [0.0] * {DIM - 1}}},
+                  payload={{"user_id": "u1", "is_active": 1}})
+            for i in ids
+        ]))
+        print("\\n".join(ids), flush=True)
+        os._exit(0)  # no flush, no close: the points are only in the WAL
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", child], check=True, timeout=120, capture_output=True, text=True
+    ).stdout
+    return sorted(out.split())
+
+
+def test_edge_migrates_folders_named_by_raw_namespace(tmp_path: Path) -> None:
+    acme = _legacy_shard(tmp_path, "acme", 5)
+    sandbox = _legacy_shard(tmp_path, "acme~bot", 3)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["acme", "acme~bot"]
+
+    index = EdgeIndex(tmp_path, DIM)
+
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [_folder("acme"), _folder("acme~bot")]
+    )
+    record = json.loads((tmp_path / _folder("acme") / "namespace.json").read_text())
+    assert record["namespace"] == "acme"
+    assert index.namespaces() == ["acme", "acme~bot"]
+    assert sorted(index.scroll_ids("acme", ALL)) == acme
+    assert sorted(index.scroll_ids("acme~bot", ALL)) == sandbox
+    index.upsert("acme", [point(axis(1))])
+    assert index.count("acme", ALL) == 6
+    index.close()
+
+    again = EdgeIndex(tmp_path, DIM)  # a second open has nothing left to migrate
+    assert again.namespaces() == ["acme", "acme~bot"]
+    assert again.count("acme", ALL) == 6
+    again.close()
+
+
+def test_edge_migration_interrupted_after_the_record_finishes_on_next_open(
+    tmp_path: Path,
+) -> None:
+    ids = _legacy_shard(tmp_path, "acme", 2)
+    # A crash between writing the record and renaming the folder leaves this behind.
+    (tmp_path / "acme" / "namespace.json").write_text(json.dumps({"namespace": "acme"}))
+
+    index = EdgeIndex(tmp_path, DIM)
+
+    assert [p.name for p in tmp_path.iterdir()] == [_folder("acme")]
+    assert sorted(index.scroll_ids("acme", ALL)) == ids
+    index.close()
+
+
+def test_edge_errors_carry_no_filesystem_path(tmp_path: Path) -> None:
+    root = tmp_path / "secret-place" / "index"
+    first = EdgeIndex(root, DIM)
+    first.upsert("t1", [point(axis(0))])
+    second = EdgeIndex(root, DIM)  # the first one holds the shard's WAL lock
+
+    with pytest.raises(IndexError_) as caught:
+        second.count("t1", ALL)
+
+    message = caught.value.message
+    assert "secret-place" not in message and "/" not in message
+    assert message == "vector index open failed: the shard is locked by another process"
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+    first.close()
+    second.close()
 
 
 def test_edge_drop_namespace_deletes_folder(tmp_path: Path) -> None:
@@ -37,9 +168,10 @@ def test_edge_drop_namespace_deletes_folder(tmp_path: Path) -> None:
 
     index.drop_namespace("t1")
 
-    assert not (tmp_path / "t1").exists()
-    assert (tmp_path / "t2").is_dir()
+    assert not (tmp_path / _folder("t1")).exists()
+    assert (tmp_path / _folder("t2")).is_dir()
     assert index.open_namespaces() == ["t2"]
+    assert index.namespaces() == ["t2"]
     index.close()
 
 
@@ -51,7 +183,8 @@ def test_edge_drop_namespace_of_closed_shard_deletes_folder(tmp_path: Path) -> N
     second = EdgeIndex(tmp_path, DIM)
     second.drop_namespace("t2")
 
-    assert not (tmp_path / "t2").exists()
+    assert not (tmp_path / _folder("t2")).exists()
+    assert list(tmp_path.iterdir()) == []
     second.close()
 
 
@@ -122,8 +255,10 @@ def test_edge_other_dimension_on_existing_shard_raises_index_error(tmp_path: Pat
     first.upsert("t1", [point(axis(0))])
     first.close()
 
-    with pytest.raises(IndexError_):
+    with pytest.raises(IndexError_) as caught:
         EdgeIndex(tmp_path, DIM * 2).count("t1", ALL)
+    assert str(tmp_path) not in caught.value.message
+    assert "another vector configuration" in caught.value.message
 
 
 def test_edge_lru_keeps_at_most_max_open_and_answers_correctly(tmp_path: Path) -> None:

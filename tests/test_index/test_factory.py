@@ -16,7 +16,9 @@ def test_open_index_without_url_is_edge_under_data_dir(tmp_path: Path) -> None:
     index.close()
 
     assert isinstance(index, EdgeIndex)
-    assert (tmp_path / "index" / "t1").is_dir()
+    assert index.shard_path("t1").parent == tmp_path / "index"
+    assert index.shard_path("t1").is_dir()
+    assert (tmp_path / "index").stat().st_mode & 0o777 == 0o700
 
 
 def test_open_index_with_memory_url_is_qdrant(tmp_path: Path) -> None:

@@ -73,6 +73,30 @@ def test_file_master_key_directory_path_raises_vault_error(tmp_path: Path) -> No
         FileMasterKey(tmp_path / "dir.key")
 
 
+def _bad_key_files(tmp_path: Path) -> list[Path]:
+    loose = tmp_path / "loose" / "master.key"
+    FileMasterKey(loose)
+    loose.chmod(0o644)
+    short = tmp_path / "short" / "master.key"
+    short.parent.mkdir()
+    short.write_bytes(b"x" * 5)
+    short.chmod(0o600)
+    directory = tmp_path / "dir" / "master.key"
+    directory.mkdir(parents=True)
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("")
+    return [loose, short, directory, not_a_dir / "master.key"]
+
+
+def test_file_master_key_errors_name_the_setting_never_the_path(tmp_path: Path) -> None:
+    for path in _bad_key_files(tmp_path):
+        with pytest.raises(VaultError) as caught:
+            FileMasterKey(path)
+        message = caught.value.message
+        assert str(tmp_path) not in message, message
+        assert "MEMVAULT_MASTER_KEY_FILE" in message
+
+
 def test_env_master_key_reads_base64(monkeypatch: pytest.MonkeyPatch) -> None:
     material = os.urandom(32)
     monkeypatch.setenv("MEMVAULT_MASTER_KEY", base64.b64encode(material).decode())

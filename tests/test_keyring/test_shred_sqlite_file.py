@@ -6,7 +6,9 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
-from memvault.keyring import Keyring, associated_data
+import pytest
+
+from memvault.keyring import Keyring, ScrubFailed, associated_data
 from memvault.scope import Scope
 from memvault.testing import FakeKms
 
@@ -94,3 +96,48 @@ def test_rotate_master_sqlite_file_holds_no_old_wrappings(tmp_path: Path) -> Non
 
         disk = _on_disk(db)
         assert not any(w in disk for w in old)
+
+
+def test_shred_raises_when_the_scrub_cannot_checkpoint(tmp_path: Path) -> None:
+    """A reader holding an old snapshot blocks the checkpoint: the shred says so, loudly."""
+    db = tmp_path / "keystore.db"
+    with Keyring.open(f"sqlite:///{db}", FakeKms()) as keyring:
+        _fill(keyring, "tenant-a")
+        keyring._store.scrub_timeout = 0.3
+        with closing(sqlite3.connect(db, isolation_level=None)) as reader:
+            reader.execute("BEGIN")
+            reader.execute("SELECT count(*) FROM keyring_data_keys").fetchone()
+
+            with pytest.raises(ScrubFailed) as caught:
+                keyring.shred("tenant-a", "user-1")
+            assert caught.value.code == "keystore_scrub_failed"
+            assert str(tmp_path) not in caught.value.message
+            reader.execute("COMMIT")
+
+        # The keys are gone; the next shred (of anything) scrubs the WAL clean.
+        assert keyring.count_keys("tenant-a", "user-1") == 0
+        doomed = _wrapped(
+            db, "SELECT wrapped_key FROM keyring_data_keys WHERE user_id = ?", "user-2"
+        )
+        keyring.shred("tenant-a", "user-2")
+        assert not any(w in _on_disk(db) for w in doomed)
+
+
+def test_keystore_sqlite_sidecars_are_private(tmp_path: Path) -> None:
+    db = tmp_path / "keystore.db"
+    with Keyring.open(f"sqlite:///{db}", FakeKms()) as keyring:
+        _fill(keyring, "tenant-a")
+        for suffix in ("", "-wal", "-shm"):
+            path = db.with_name(db.name + suffix)
+            assert path.exists(), suffix
+            assert path.stat().st_mode & 0o777 == 0o600, suffix
+
+
+def test_keystore_existing_loose_file_is_tightened(tmp_path: Path) -> None:
+    db = tmp_path / "keystore.db"
+    kms = FakeKms()
+    with Keyring.open(f"sqlite:///{db}", kms) as keyring:
+        _fill(keyring, "tenant-a")
+    db.chmod(0o644)
+    with Keyring.open(f"sqlite:///{db}", kms):
+        assert db.stat().st_mode & 0o777 == 0o600

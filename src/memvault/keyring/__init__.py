@@ -9,6 +9,7 @@ its scopes' data keys and its index key. See docs/keyring.md.
 from memvault.keyring._aead import FORMAT_VERSION, ScopeAead, associated_data
 from memvault.keyring._index_key import IndexKey
 from memvault.keyring._keyring import Keyring
+from memvault.keyring._keystore import ScrubFailed
 from memvault.keyring._master import (
     DEFAULT_MASTER_KEY_ENV,
     EnvMasterKey,
@@ -25,5 +26,6 @@ __all__ = [
     "Keyring",
     "MasterKeyProvider",
     "ScopeAead",
+    "ScrubFailed",
     "associated_data",
 ]

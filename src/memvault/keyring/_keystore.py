@@ -2,7 +2,8 @@
 
 It stores only wrapped key bytes and ids; it never sees a plaintext key. Primary keys begin with
 `tenant_id`. On SQLite every connection runs with `secure_delete=ON`, and `scrub()` checkpoints and
-truncates the WAL, so a shredded key's wrapped bytes are overwritten in the file.
+truncates the WAL, so a shredded key's wrapped bytes are overwritten in the file. A scrub that
+cannot checkpoint raises `ScrubFailed`: it never gives up silently.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.pool import StaticPool
 
+from memvault.errors import VaultError
 from memvault.scope import Scope
 
 metadata = MetaData()
@@ -65,6 +67,19 @@ index_keys = Table(
 )
 
 
+class ScrubFailed(VaultError):
+    """The keystore's WAL could not be checkpointed after a shred or rewrap.
+
+    The keys are deleted, but their wrapped bytes may still sit in the WAL file until a later
+    scrub succeeds (every shred scrubs again). Usually another connection held a read snapshot.
+    """
+
+    code = "keystore_scrub_failed"
+
+
+_BUSY_TIMEOUT_MS = 10000
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     try:
@@ -72,13 +87,18 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
         cursor.execute("PRAGMA secure_delete=ON")
         # A lost data key loses every note under it: make key inserts durable at commit.
         cursor.execute("PRAGMA synchronous=FULL")
-        cursor.execute("PRAGMA busy_timeout=10000")
+        cursor.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
     finally:
         cursor.close()
 
 
 class KeyStore:
-    """Rows of wrapped keys. Callers serialize access (the `Keyring` holds a lock)."""
+    """Rows of wrapped keys. Callers serialize access (the `Keyring` holds a lock).
+
+    `scrub_timeout` bounds how long `scrub()` keeps trying to checkpoint, in seconds.
+    """
+
+    scrub_timeout: float = 10.0
 
     def __init__(self, url: str) -> None:
         parsed = make_url(url)
@@ -207,15 +227,33 @@ class KeyStore:
         return int(removed)
 
     def scrub(self) -> None:
-        """Move deletions from SQLite's WAL into the (secure-deleted) file; truncate the WAL."""
+        """Move deletions from SQLite's WAL into the (secure-deleted) file; truncate the WAL.
+
+        Retries for up to `scrub_timeout` seconds while other connections block the checkpoint,
+        then raises `ScrubFailed`.
+        """
         if not self._sqlite_file:
             return
+        deadline = time.monotonic() + self.scrub_timeout
         with self.engine.connect() as conn:
-            for _ in range(50):
-                busy = conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)").first()
-                if busy is None or busy[0] == 0:
-                    return
-                time.sleep(0.02)
+            try:
+                while True:
+                    left = deadline - time.monotonic()
+                    # The checkpoint waits on the busy handler: bound it by the time left.
+                    wait_ms = max(1, min(1000, int(left * 1000)))
+                    conn.exec_driver_sql(f"PRAGMA busy_timeout={wait_ms}")
+                    row = conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)").first()
+                    if row is not None and row[0] == 0 and row[1] in (0, -1):
+                        return
+                    if time.monotonic() >= deadline:
+                        raise ScrubFailed(
+                            "the keystore could not checkpoint its WAL after deleting keys "
+                            "(another connection holds it); the deleted keys may remain in the "
+                            "WAL file until a later shred or rewrap scrubs it: retry"
+                        )
+                    time.sleep(0.02)
+            finally:
+                conn.exec_driver_sql(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
 
     def close(self) -> None:
         self.engine.dispose()
@@ -230,9 +268,22 @@ class KeyStore:
 
 
 def _create_private_file(path: str) -> None:
-    """Create the SQLite file as 0600 (its -wal/-shm inherit that mode) unless it exists."""
-    with contextlib.suppress(FileExistsError):
+    """Create the SQLite file as 0600 (its -wal/-shm inherit that mode); tighten an existing one.
+
+    Errors name the operation, not the path.
+    """
+    try:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise VaultError(
+            f"cannot create the keystore file ({exc.strerror or type(exc).__name__})"
+        ) from None
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with contextlib.suppress(OSError):
+            if os.stat(path + suffix).st_mode & 0o077:
+                os.chmod(path + suffix, 0o600)
 
 
 def _match(tenant: str, user: str | None, agent: str | None) -> Any:

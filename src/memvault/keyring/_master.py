@@ -20,6 +20,7 @@ from memvault.errors import VaultError
 from memvault.keyring._primitives import KEY_BYTES, AeadKey, Unpicklable, new_key_material
 
 DEFAULT_MASTER_KEY_ENV = "MEMVAULT_MASTER_KEY"
+_KEY_FILE = "the master key file (MEMVAULT_MASTER_KEY_FILE, default DATA_DIR/master.key)"
 
 
 @runtime_checkable
@@ -71,7 +72,8 @@ class FileMasterKey(LocalMasterKey):
 
     Refuses (with `VaultError`) a file that group or others may read or write, a file of the wrong
     size, or a path that is not a regular file. Loads or creates the key when constructed, so a
-    misconfiguration fails at startup rather than at the first write.
+    misconfiguration fails at startup rather than at the first write. Messages name the setting
+    (MEMVAULT_MASTER_KEY_FILE), never the path.
     """
 
     __slots__ = ("_path",)
@@ -116,21 +118,21 @@ def _load_or_create_key_file(path: Path) -> bytes:
     except FileNotFoundError:
         return _create_key_file(path)
     except OSError as exc:
-        raise VaultError(f"cannot open master key file {path}: {exc.strerror}") from None
+        raise VaultError(f"cannot open {_KEY_FILE} ({_reason(exc)})") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise VaultError(f"master key file {path} is not a regular file")
+            raise VaultError(f"{_KEY_FILE} is not a regular file")
         if info.st_mode & 0o077:
             raise VaultError(
-                f"master key file {path} has mode {stat.S_IMODE(info.st_mode):o}; "
+                f"{_KEY_FILE} has mode {stat.S_IMODE(info.st_mode):o}; "
                 "group/other must have no access (chmod 600)"
             )
         material = os.read(fd, KEY_BYTES + 1)
     finally:
         os.close(fd)
     if len(material) != KEY_BYTES:
-        raise VaultError(f"master key file {path} must hold exactly {KEY_BYTES} bytes")
+        raise VaultError(f"{_KEY_FILE} must hold exactly {KEY_BYTES} bytes")
     return material
 
 
@@ -140,9 +142,12 @@ def _create_key_file(path: Path) -> bytes:
     `os.link` fails if the path exists, so two processes starting at once agree on one key, and a
     crash never leaves a half-written key file at `path`.
     """
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, tmp_name = tempfile.mkstemp(prefix=".master-key-", dir=path.parent)
+    except OSError as exc:
+        raise VaultError(f"cannot create {_KEY_FILE} ({_reason(exc)})") from None
     material = new_key_material()
-    fd, tmp_name = tempfile.mkstemp(prefix=".master-key-", dir=path.parent)
     try:
         os.fchmod(fd, 0o600)
         with os.fdopen(fd, "wb") as handle:
@@ -158,6 +163,11 @@ def _create_key_file(path: Path) -> bytes:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
+
+
+def _reason(exc: OSError) -> str:
+    """An OS error's text without its filename."""
+    return exc.strerror or type(exc).__name__
 
 
 def _fsync_dir(directory: Path) -> None:

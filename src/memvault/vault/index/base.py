@@ -138,14 +138,19 @@ class VectorIndex(Protocol):
 # Rules every adapter shares. They live beside the protocol so both adapters (and callers that
 # build namespaces) agree on them.
 
-NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@~-]{0,200}$")
-"""A tenant id (Mode A) or `tenant~agent` (Mode B); safe as a folder and a collection name."""
+NAMESPACE_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@~-]{0,200}")
+"""A tenant id (Mode A) or `tenant~agent` (Mode B). Always matched whole (`fullmatch`)."""
 
 
 def validate_namespace(namespace: str) -> str:
-    """Return `namespace` if well formed, else raise `InvalidRequest` (it becomes a path)."""
-    if not isinstance(namespace, str) or not NAMESPACE_PATTERN.match(namespace):
-        raise InvalidRequest(f"namespace must match {NAMESPACE_PATTERN.pattern}")
+    """Return `namespace` if it matches `NAMESPACE_PATTERN` in full, else `InvalidRequest`.
+
+    The whole value must match: `re.match` with `$` would admit a trailing newline.
+    """
+    if not isinstance(namespace, str) or not NAMESPACE_PATTERN.fullmatch(namespace):
+        raise InvalidRequest(
+            f"namespace must match ^{NAMESPACE_PATTERN.pattern}$ (the whole value)"
+        )
     return namespace
 
 

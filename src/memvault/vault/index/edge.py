@@ -5,13 +5,24 @@ qdrant-edge runs Qdrant's Rust engine inside this process. Each namespace is a s
 open shard holds threads, file handles and its WAL lock. Search is exact: HNSW is never built on the
 request path, since `optimize()` holds the GIL for seconds.
 
+Folders are named by a stable internal id, `ns-` + 32 hex digits of the SHA-256 of the namespace
+(`shard_folder_name`), never by the raw tenant string: `GLOBEX` and `globex` would share one folder
+on a case-insensitive file system. Each folder records its namespace in `namespace.json`. Folders
+of older versions, named by the raw namespace, are renamed when an `EdgeIndex` opens its root.
+
+Errors name the operation, never the engine's message: it carries filesystem paths.
+
 Thread safety: the API calls us from a thread pool. One lock guards the table of open shards, one
 lock per shard serializes the calls on that shard. Lock order is always table, then shard.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import logging
+import os
 import shutil
 import threading
 from collections import OrderedDict
@@ -69,7 +80,78 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _CONFIG_FILE = "edge_config.json"
+_RECORD_FILE = "namespace.json"
+_RECORD_FORMAT = 1
+_FOLDER_PREFIX = "ns-"
 _SCROLL_PAGE = 1000
+
+
+def shard_folder_name(namespace: str) -> str:
+    """The shard folder's name: `ns-` + the first 32 hex digits of SHA-256(namespace, UTF-8)."""
+    validate_namespace(namespace)
+    return _FOLDER_PREFIX + hashlib.sha256(namespace.encode("utf-8")).hexdigest()[:32]
+
+
+def _looks_like_folder_id(name: str) -> bool:
+    hexpart = name[len(_FOLDER_PREFIX) :]
+    return (
+        name.startswith(_FOLDER_PREFIX)
+        and len(hexpart) == 32
+        and all(c in "0123456789abcdef" for c in hexpart)
+    )
+
+
+def _read_record(folder: Path) -> str | None:
+    """The namespace recorded in `folder`, or None when there is no valid record."""
+    try:
+        record = json.loads((folder / _RECORD_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    namespace = record.get("namespace") if isinstance(record, dict) else None
+    if not isinstance(namespace, str) or not NAMESPACE_PATTERN.fullmatch(namespace):
+        return None
+    return namespace
+
+
+def _write_record(folder: Path, namespace: str) -> None:
+    """Write `namespace.json` atomically (0600, fsynced, then renamed into place)."""
+    data = json.dumps({"namespace": namespace, "format": _RECORD_FORMAT}).encode("utf-8")
+    tmp = folder / f".{_RECORD_FILE}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, folder / _RECORD_FILE)
+    _fsync_dir(folder)
+
+
+def _fsync_dir(directory: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _engine_reason(exc: BaseException) -> str:
+    """A fixed description of a known engine failure (its own message holds paths), or ''."""
+    text = str(exc)
+    if "WouldBlock" in text:
+        return "the shard is locked by another process"
+    if "incompatible" in text:
+        return "the shard was created with another vector configuration"
+    return ""
+
+
+def _index_error(action: str, exc: BaseException) -> IndexError_:
+    """`IndexError_` naming the operation; the engine's message is logged at DEBUG only."""
+    reason = _engine_reason(exc)
+    log.warning("edge index %s failed: %s %s", action, type(exc).__name__, reason)
+    log.debug("edge index %s failed", action, exc_info=exc)
+    return IndexError_(f"vector index {action} failed" + (f": {reason}" if reason else ""))
 
 
 def _payload_indexes() -> dict[str, Any]:
@@ -135,7 +217,7 @@ class _OpenShard:
 
 
 class EdgeIndex:
-    """`VectorIndex` on qdrant-edge shards: `root/<namespace>/` per namespace.
+    """`VectorIndex` on qdrant-edge shards: `root/ns-<id>/` per namespace (`shard_folder_name`).
 
     `max_open` bounds the shards open at once (each costs threads and memory). With
     `flush_every_write` each write is also flushed to the segments; off by default because the
@@ -159,9 +241,44 @@ class EdgeIndex:
         self.dense_dim = dense_dim
         self.max_open = max_open
         self.flush_every_write = flush_every_write
-        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+            os.chmod(self.root, 0o700)
+            self._migrate_legacy_folders()
+        except OSError as exc:
+            raise _index_error("open", exc) from None
         self._table: OrderedDict[str, _OpenShard] = OrderedDict()
         self._table_lock = threading.Lock()
+
+    def _migrate_legacy_folders(self) -> None:
+        """Rename folders named by their raw namespace to their folder id, recording the name.
+
+        The record is written first, then the folder renamed, so a crash in between is finished
+        by the next open. A folder whose target already exists is left alone and logged.
+        """
+        for folder in sorted(self.root.iterdir()):
+            if not folder.is_dir() or folder.name.startswith("."):
+                continue
+            namespace = _read_record(folder)
+            if namespace is None:
+                if not (folder / _CONFIG_FILE).is_file():
+                    continue  # not a shard (or a shard not created yet)
+                if _looks_like_folder_id(folder.name) or not NAMESPACE_PATTERN.fullmatch(
+                    folder.name
+                ):
+                    log.warning("edge shard folder without a namespace record left alone")
+                    continue
+                namespace = folder.name
+                _write_record(folder, namespace)
+            target = self.root / shard_folder_name(namespace)
+            if folder == target:
+                continue
+            if target.exists():
+                log.warning("edge shard folder not migrated: its folder id is taken")
+                continue
+            os.rename(folder, target)
+            _fsync_dir(self.root)
+            log.info("edge shard folder renamed to its folder id %s", target.name)
 
     # -- shard table -------------------------------------------------------------------------
 
@@ -174,18 +291,25 @@ class EdgeIndex:
         )
 
     def _path(self, namespace: str) -> Path:
-        return self.root / namespace
+        return self.root / shard_folder_name(namespace)
+
+    def shard_path(self, namespace: str) -> Path:
+        """The folder of `namespace`'s shard (it may not exist): for operations and tests."""
+        return self._path(namespace)
 
     def _on_disk(self, namespace: str) -> bool:
         return (self._path(namespace) / _CONFIG_FILE).is_file()
 
     def _open(self, namespace: str) -> EdgeShard:
-        path = str(self._path(namespace))
+        folder = self._path(namespace)
         # Passing the config on load makes the engine refuse a shard of another dimension.
         if self._on_disk(namespace):
-            shard = EdgeShard.load(path, self._config())
+            shard = EdgeShard.load(str(folder), self._config())
         else:
-            shard = EdgeShard.create(path, self._config())
+            # The record goes in before the shard, so every shard folder names its namespace.
+            folder.mkdir(mode=0o700, exist_ok=True)
+            _write_record(folder, namespace)
+            shard = EdgeShard.create(str(folder), self._config())
         # Also on load: a crash between create and the index calls leaves them missing.
         present = shard.info().payload_schema
         for field, params in _payload_indexes().items():
@@ -204,7 +328,7 @@ class EdgeIndex:
             try:
                 shard = self._open(namespace)
             except Exception as exc:
-                raise IndexError_(f"cannot open shard for namespace: {exc}") from exc
+                raise _index_error("open", exc) from None
             handle = _OpenShard(shard=shard, lock=threading.Lock())
             self._table[namespace] = handle
             self._evict_beyond_limit()
@@ -224,8 +348,19 @@ class EdgeIndex:
                 except Exception as exc:
                     log.warning("closing an evicted edge shard failed: %s", type(exc).__name__)
 
-    def _run(self, namespace: str, op: Callable[[EdgeShard], T], *, create: bool, missing: T) -> T:
-        """Run `op` on the namespace's shard under its lock; `missing` if it does not exist."""
+    def _run(
+        self,
+        namespace: str,
+        op: Callable[[EdgeShard], T],
+        *,
+        create: bool,
+        missing: T,
+        action: str,
+    ) -> T:
+        """Run `op` on the namespace's shard under its lock; `missing` if it does not exist.
+
+        `action` names the operation in the error raised if the engine fails.
+        """
         validate_namespace(namespace)
         while True:
             handle = self._acquire(namespace, create)
@@ -239,7 +374,7 @@ class EdgeIndex:
                 except VaultError:
                     raise
                 except Exception as exc:
-                    raise IndexError_(f"edge shard operation failed: {exc}") from exc
+                    raise _index_error(action, exc) from None
 
     # -- VectorIndex -------------------------------------------------------------------------
 
@@ -268,7 +403,7 @@ class EdgeIndex:
             if self.flush_every_write:
                 shard.flush()
 
-        self._run(namespace, op, create=True, missing=None)
+        self._run(namespace, op, create=True, missing=None, action="upsert")
 
     def set_payload(self, namespace: str, ids: Sequence[str], payload: dict[str, Any]) -> None:
         """Merge `payload` into each existing point's payload; unknown ids are skipped."""
@@ -283,7 +418,7 @@ class EdgeIndex:
             if existing:
                 shard.update(UpdateOperation.set_payload(existing, values))
 
-        self._run(namespace, op, create=False, missing=None)
+        self._run(namespace, op, create=False, missing=None, action="payload update")
 
     def delete(self, namespace: str, ids: Sequence[str]) -> None:
         """Delete points by id; unknown ids and namespaces are ignored."""
@@ -295,6 +430,7 @@ class EdgeIndex:
             lambda shard: shard.update(UpdateOperation.delete_points(wanted)),
             create=False,
             missing=None,
+            action="delete",
         )
 
     def delete_where(self, namespace: str, where: PointFilter) -> None:
@@ -305,6 +441,7 @@ class EdgeIndex:
             lambda shard: shard.update(UpdateOperation.delete_points_by_filter(flt)),
             create=False,
             missing=None,
+            action="delete",
         )
 
     def drop_namespace(self, namespace: str) -> None:
@@ -316,8 +453,11 @@ class EdgeIndex:
                 with handle.lock:
                     handle.shut()
             path = self._path(namespace)
-            if path.exists():
-                shutil.rmtree(path)
+            try:
+                if path.exists():
+                    shutil.rmtree(path)
+            except OSError as exc:
+                raise _index_error("namespace drop", exc) from None
 
     def search_dense(
         self, namespace: str, vector: Sequence[float], where: PointFilter, limit: int
@@ -387,7 +527,11 @@ class EdgeIndex:
             return []
         none: list[ScoredPoint] = []
         points = self._run(
-            namespace, lambda shard: shard.query(request), create=False, missing=none
+            namespace,
+            lambda shard: shard.query(request),
+            create=False,
+            missing=none,
+            action="search",
         )
         return [_hit(p) for p in points]
 
@@ -403,6 +547,7 @@ class EdgeIndex:
             lambda shard: shard.retrieve(point_ids, True, False),
             create=False,
             missing=none,
+            action="retrieve",
         )
         found = {str(r.id): dict(r.payload or {}) for r in records}
         return [Hit(id=i, score=0.0, payload=found[i]) for i in dict.fromkeys(wanted) if i in found]
@@ -422,20 +567,25 @@ class EdgeIndex:
                 if offset is None:
                     return ids
 
-        return self._run(namespace, op, create=False, missing=[])
+        return self._run(namespace, op, create=False, missing=[], action="scroll")
 
     def count(self, namespace: str, where: PointFilter) -> int:
         """Exact count of points matching `where`; 0 for an unknown namespace."""
         request = CountRequest(exact=True, filter=edge_filter(where))
-        return self._run(namespace, lambda shard: shard.count(request), create=False, missing=0)
+        return self._run(
+            namespace, lambda shard: shard.count(request), create=False, missing=0, action="count"
+        )
 
     def namespaces(self) -> list[str]:
-        """Namespaces with a shard folder under `root`, open or not."""
-        return sorted(
-            p.name
-            for p in self.root.iterdir()
-            if NAMESPACE_PATTERN.match(p.name) and (p / _CONFIG_FILE).is_file()
-        )
+        """Namespaces with a shard folder under `root`, open or not, read from their records."""
+        found = []
+        for folder in self.root.iterdir():
+            if not (folder / _CONFIG_FILE).is_file():
+                continue
+            namespace = _read_record(folder)
+            if namespace is not None and folder.name == shard_folder_name(namespace):
+                found.append(namespace)
+        return sorted(found)
 
     def open_namespaces(self) -> list[str]:
         """Namespaces whose shard is open now, least recently used first (for ops and tests)."""
@@ -449,7 +599,10 @@ class EdgeIndex:
         for handle in handles:
             with handle.lock:
                 if not handle.closed:
-                    handle.shard.flush()
+                    try:
+                        handle.shard.flush()
+                    except Exception as exc:
+                        raise _index_error("flush", exc) from None
 
     def close(self) -> None:
         """Flush and close every open shard. Later calls reopen shards lazily."""

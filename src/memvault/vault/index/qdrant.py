@@ -119,7 +119,12 @@ class QdrantIndex:
     @classmethod
     def from_url(cls, url: str, dense_dim: int) -> QdrantIndex:
         """An index on the Qdrant at `url`; `":memory:"` runs qdrant-client's local mode."""
-        client = QdrantClient(location=":memory:") if url == ":memory:" else QdrantClient(url=url)
+        try:
+            client = (
+                QdrantClient(location=":memory:") if url == ":memory:" else QdrantClient(url=url)
+            )
+        except Exception as exc:  # the client's message may echo the URL or a path
+            raise IndexError_(f"cannot open the qdrant client: {type(exc).__name__}") from None
         return cls(client, dense_dim)
 
     # -- collections -------------------------------------------------------------------------
@@ -380,12 +385,19 @@ class QdrantIndex:
     def namespaces(self) -> list[str]:
         """Namespaces that have a collection under this index's prefix."""
         with self._lock:
-            names = [c.name for c in self.client.get_collections().collections]
+            try:
+                names = [c.name for c in self.client.get_collections().collections]
+            except Exception as exc:
+                raise IndexError_(f"qdrant listing failed: {type(exc).__name__}") from None
         prefix = self.collection_prefix
         return sorted(n[len(prefix) :] for n in names if n.startswith(prefix))
 
     def close(self) -> None:
         """Close the client (local mode persists and releases its storage)."""
         with self._lock:
-            self.client.close()
-            self._known.clear()
+            try:
+                self.client.close()
+            except Exception as exc:
+                raise IndexError_(f"qdrant close failed: {type(exc).__name__}") from None
+            finally:
+                self._known.clear()

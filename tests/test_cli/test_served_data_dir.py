@@ -1,0 +1,226 @@
+"""A real `memvault serve` holds its data directory: a second process exits at once, in one line.
+
+Also, against the same server: the README quickstart runs twice in a row without a traceback, and
+every file under the data directory is private (files 0600, directories 0700) after a write.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
+
+
+@dataclass
+class Served:
+    proc: subprocess.Popen[str]
+    port: int
+    data: Path
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("MEMVAULT_")}
+
+
+def _memvault(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "memvault.cli", *argv],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def _http(method: str, url: str, key: str, body: dict | None = None) -> tuple[int, dict]:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, method=method)
+    request.add_header("Authorization", f"Bearer {key}")
+    request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read() or b"{}")
+
+
+def _healthy(base: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{base}/healthz", timeout=5) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    data = tmp_path_factory.mktemp("served") / "private-data"
+    port = _free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "memvault.cli",
+            "serve",
+            "--port",
+            str(port),
+            "--data-dir",
+            str(data),
+        ],
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    server = Served(proc, port, data)
+    try:
+        deadline = time.monotonic() + 180
+        while not _healthy(server.base):
+            if proc.poll() is not None:
+                pytest.fail("memvault serve exited: " + (proc.stdout.read() if proc.stdout else ""))
+            if time.monotonic() > deadline:
+                pytest.fail("memvault serve did not answer /healthz within 180 s")
+            time.sleep(0.5)
+        yield server
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_second_process_on_a_served_data_dir_exits_at_once(served: Served) -> None:
+    data = str(served.data)
+    commands = [
+        ["serve", "--port", str(_free_port()), "--data-dir", data],
+        ["reconcile", "--data-dir", data],
+        ["operator", "create-tenant", "acme", "--data-dir", data],
+        ["keys", "issue", "--tenant", "acme", "--user", "u", "--agent", "a", "--data-dir", data],
+    ]
+    for argv in commands:
+        started = time.monotonic()
+        result = _memvault(*argv)
+        elapsed = time.monotonic() - started
+
+        assert result.returncode == 1, (argv, result.stdout, result.stderr)
+        assert "Traceback" not in result.stderr + result.stdout
+        lines = result.stderr.strip().splitlines()
+        assert lines == [
+            f"error: the data directory is in use by another memvault process "
+            f"(pid {served.proc.pid}): stop that process first, or use another --data-dir / "
+            "MEMVAULT_DATA_DIR"
+        ], (argv, result.stderr)
+        assert data not in result.stderr
+        assert elapsed < 20, f"{argv[0]} took {elapsed:.1f} s to refuse"  # nothing heavy loaded
+
+    # The first server is unharmed: it still answers and writes.
+    operator_key = (served.data / "operator.key").read_text().strip()
+    status, admin = _http(
+        "POST", f"{served.base}/v1/operator/tenants", operator_key, {"tenant_id": "lock-check"}
+    )
+    assert status == 201, admin
+
+
+def _quickstart(served: Served) -> str:
+    """The README's quickstart block, pointed at this server and its data directory."""
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("## Quickstart with curl", 1)[1]
+    block = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert block is not None
+    script = block.group(1)
+    assert "localhost:8700" in script and ".memvault/operator.key" in script
+    script = script.replace("localhost:8700", f"127.0.0.1:{served.port}")
+    return script.replace(".memvault/operator.key", str(served.data / "operator.key"))
+
+
+def test_readme_quickstart_runs_twice_without_a_traceback(served: Served) -> None:
+    script = _quickstart(served)
+    for run in range(2):
+        result = subprocess.run(
+            ["sh", "-c", script], env=_env(), capture_output=True, text=True, timeout=300
+        )
+        output = result.stdout + result.stderr
+        assert result.returncode == 0, output
+        assert "Traceback" not in output and "error:" not in output, (run, output)
+        assert "Alice takes her coffee with oat milk" in result.stdout, (run, output)
+        assert '"verified":true' in result.stdout.replace(" ", ""), (run, output)
+        time.sleep(1.1)  # the tenant id carries the second it was made
+
+
+def test_files_under_the_served_data_dir_are_private(served: Served) -> None:
+    operator_key = (served.data / "operator.key").read_text().strip()
+    status, admin = _http(
+        "POST", f"{served.base}/v1/operator/tenants", operator_key, {"tenant_id": "modes"}
+    )
+    assert status == 201, admin
+    status, agent = _http(
+        "POST",
+        f"{served.base}/v1/admin/keys",
+        admin["api_key"],
+        {"user_id": "alice", "agent_id": "planner"},
+    )
+    assert status == 201, agent
+    status, note = _http(
+        "POST",
+        f"{served.base}/v1/memories",
+        agent["api_key"],
+        {"text": "Alice keeps her spare keys with the neighbour"},
+    )
+    assert status == 201, note
+
+    loose = []
+    names = set()
+    for folder, dirs, files in os.walk(served.data):
+        for name in dirs:
+            path = Path(folder) / name
+            if stat.S_IMODE(path.stat().st_mode) != 0o700:
+                loose.append(
+                    f"{path.relative_to(served.data)} {stat.S_IMODE(path.stat().st_mode):o}"
+                )
+        for name in files:
+            path = Path(folder) / name
+            names.add(name)
+            if stat.S_IMODE(path.lstat().st_mode) & 0o077:
+                loose.append(
+                    f"{path.relative_to(served.data)} {stat.S_IMODE(path.stat().st_mode):o}"
+                )
+    assert stat.S_IMODE(served.data.stat().st_mode) == 0o700
+    assert loose == []
+    for expected in (
+        "memvault.db",
+        "memvault.db-wal",
+        "keystore.db",
+        "keystore.db-wal",
+        "master.key",
+        "operator.key",
+        "memvault.lock",
+        "namespace.json",
+    ):
+        assert expected in names, expected
