@@ -1,8 +1,15 @@
-"""The one table that maps memvault errors to HTTP statuses, and the error JSON shape."""
+"""The one table that maps memvault errors to HTTP statuses, and the error JSON shape.
+
+Every error leaves as `{"error": {"code", "message"}}`, bounded in size, with no request value in
+it. Unhandled exceptions are turned into a JSON 500 by `memvault.api.boundary.RequestGuard`.
+"""
 
 from __future__ import annotations
 
 import logging
+import uuid
+from collections.abc import Sequence
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -38,9 +45,42 @@ STATUS_BY_ERROR: dict[type[VaultError], int] = {
     KeyNotFound: 500,
 }
 
+CODE_BY_STATUS: dict[int, str] = {
+    400: "malformed_body",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "body_too_large",
+    415: "unsupported_media_type",
+    422: "invalid_request",
+    429: "too_many_requests",
+    500: "internal_error",
+    503: "unavailable",
+}
+
+MAX_PROBLEMS = 10
+"""At most this many validation problems are listed; the rest are counted."""
+MAX_MESSAGE_CHARS = 1_000
+"""An error message never exceeds this many characters."""
+MAX_LOC_PART_CHARS = 64
+"""A field name in a message (it may be an unknown field the client made up) is cut to this."""
+
+# Constraint values from the schema, never from the request: safe to show.
+_SAFE_CTX_KEYS = ("ge", "gt", "le", "lt", "min_length", "max_length", "expected", "pattern")
+
 
 def error_body(code: str, message: str) -> dict[str, dict[str, str]]:
-    return {"error": {"code": code, "message": message}}
+    return {"error": {"code": code, "message": bounded(message)}}
+
+
+def bounded(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    return message if len(message) <= limit else message[: limit - 1] + "…"
+
+
+def correlation_id() -> str:
+    return uuid.uuid4().hex[:16]
 
 
 def status_for(exc: VaultError) -> int:
@@ -50,27 +90,55 @@ def status_for(exc: VaultError) -> int:
     return 500
 
 
+def _loc_part(part: Any) -> str:
+    text = str(part)
+    text = "".join(c if c.isprintable() and c.isascii() else "?" for c in text[:MAX_LOC_PART_CHARS])
+    return text + ("…" if len(str(part)) > MAX_LOC_PART_CHARS else "")
+
+
+def describe_validation_errors(errors: Sequence[Any]) -> str:
+    """`field: rule` for the first few problems. Names fields and rules, never values."""
+    problems: list[str] = []
+    for err in errors[:MAX_PROBLEMS]:
+        loc = ".".join(_loc_part(p) for p in err.get("loc", ()) if p != "body")
+        rule = str(err.get("type", "invalid"))
+        ctx = err.get("ctx") or {}
+        limits = ", ".join(f"{k}={ctx[k]}" for k in _SAFE_CTX_KEYS if k in ctx)
+        problems.append(f"{loc or 'body'}: {rule}" + (f" ({limits})" if limits else ""))
+    more = len(errors) - MAX_PROBLEMS
+    message = "; ".join(problems)
+    if more > 0:
+        message += f"; and {more} more problems"
+    return bounded(message)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Every error leaves as `{"error": {"code", "message"}}`; no request value is echoed."""
 
     @app.exception_handler(VaultError)
     async def vault_error(_request: Request, exc: VaultError) -> JSONResponse:
         status = status_for(exc)
-        if isinstance(exc, ScopeViolation):
-            log.critical("scope violation: %s", exc.code)  # an audit alert; never silent
         headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        if status >= 500:
+            # A loud, logged failure; the client gets the code and a correlation id, no detail
+            # (a message from a lower layer could carry a server path).
+            cid = correlation_id()
+            level = logging.CRITICAL if isinstance(exc, ScopeViolation) else logging.ERROR
+            log.log(level, "%s (%s) correlation_id=%s", exc.code, type(exc).__name__, cid)
+            body = error_body(exc.code, f"{exc.code} (correlation id {cid})")
+            return JSONResponse(body, status, headers={"X-Correlation-ID": cid})
         return JSONResponse(error_body(exc.code, exc.message), status, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        # Name the fields and the rule, never the submitted value (it may hold a secret).
-        problems = []
-        for err in exc.errors():
-            loc = ".".join(str(p) for p in err.get("loc", ()) if p != "body")
-            problems.append(f"{loc or 'body'}: {err.get('type', 'invalid')}")
-        return JSONResponse(error_body("invalid_request", "; ".join(problems)), 422)
+        errors = exc.errors()
+        if any(e.get("type") == "json_invalid" for e in errors):
+            return JSONResponse(error_body("malformed_json", "request body is not valid JSON"), 400)
+        return JSONResponse(error_body("invalid_request", describe_validation_errors(errors)), 422)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        return JSONResponse(error_body(code, str(exc.detail)), exc.status_code)
+        status = exc.status_code
+        code = CODE_BY_STATUS.get(status, "http_error")
+        # Keep the headers Starlette sets (`Allow` on a 405, for one).
+        return JSONResponse(error_body(code, str(exc.detail)), status, headers=exc.headers)

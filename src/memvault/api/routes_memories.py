@@ -49,7 +49,7 @@ def search_memories(body: SearchMemories, vault: ScopedVaultDep) -> SearchRespon
 def list_memories(
     vault: ScopedVaultDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
 ) -> NoteList:
     """List readable memories, newest first, with the total count."""
     notes, total = vault.list_notes(limit=limit, offset=offset)
