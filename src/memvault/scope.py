@@ -12,13 +12,25 @@ SHARED_AGENT = "shared"
 
 WILDCARD_READER = "*"
 
-_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$")
+ID_GRAMMAR = r"[A-Za-z0-9][A-Za-z0-9._@-]{0,127}"
+"""Tenant, user, agent and reader ids. Matched whole (`fullmatch`): `$` would admit `"acme\n"`."""
+
+_ID_PATTERN = re.compile(ID_GRAMMAR)
+
+
+def is_valid_id(value: object) -> bool:
+    """True when `value` is a string that matches the id grammar in full."""
+    return isinstance(value, str) and _ID_PATTERN.fullmatch(value) is not None
 
 
 def validate_id(value: str, field: str) -> str:
-    """Return `value` if it is a well-formed tenant/user/agent id, else raise `InvalidRequest`."""
-    if not isinstance(value, str) or not _ID_PATTERN.match(value):
-        raise InvalidRequest(f"{field} must match {_ID_PATTERN.pattern}")
+    """Return `value` if it is a well-formed tenant/user/agent id, else raise `InvalidRequest`.
+
+    Ids can never carry a secret or a newline: the grammar is ASCII letters, digits and `._@-`,
+    at most 128 characters, and it must match the whole value.
+    """
+    if not is_valid_id(value):
+        raise InvalidRequest(f"{field} must match ^{ID_GRAMMAR}$ (the whole value)")
     return value
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -69,7 +70,8 @@ def test_pii_is_redacted_and_recorded(api: Api) -> None:
     key = api.agent_key("t1", "u1", "a1")
     note = api.add(key, "Write to alice.martin@example.com about the 4111 1111 1111 1111 refund")
     assert "alice.martin@example.com" not in note["text"]
-    assert "[email]" in note["text"] and "[card]" in note["text"]
+    assert re.search(r"\[EMAIL:[0-9a-f]{8}\]", note["text"])
+    assert re.search(r"\[CARD:[0-9a-f]{8}\]", note["text"])
     assert note["redacted"] == ["email", "card"]
     assert api.call("GET", f"/v1/memories/{note['id']}", key).json()["redacted"] == [
         "email",

@@ -45,6 +45,7 @@ def test_erase_user_leaves_nothing_in_any_store(
         "index_points": 0,
         "data_keys": 0,
         "embedding_cache": 0,
+        "idempotency_records": 0,
     }
     assert report.verified
     for agent in ("a1", "a2"):

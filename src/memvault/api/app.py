@@ -5,13 +5,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request, Response
+from anyio import to_thread
+from fastapi import FastAPI, Response
 from prometheus_client import CollectorRegistry, Counter, generate_latest
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from starlette.types import Scope
 
 from memvault import __version__
 from memvault.api import routes_admin, routes_memories, routes_operator
+from memvault.api.boundary import install_guard
 from memvault.api.errors import install_error_handlers
+from memvault.api.idempotency import install_idempotency
+from memvault.api.openapi import METRICS_CONTENT_TYPE, install_openapi
 from memvault.vault.factory import Services
 
 
@@ -19,17 +23,29 @@ def create_app(services: Services, *, operator_key: str | None = None) -> FastAP
     """Build the API over already-open services. The caller owns `services` unless told below.
 
     `operator_key` enables the operator endpoints; without it they always answer 401.
+    On startup the app reconciles what a crash left (before it serves any request, so
+    `/healthz` answers only once the data is repaired) and starts periodic maintenance.
     """
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        yield
+        await to_thread.run_sync(services.start)
+        try:
+            yield
+        finally:
+            if services.maintenance is not None:
+                await to_thread.run_sync(services.maintenance.stop)
 
     app = FastAPI(
         title="memvault",
         version=__version__,
-        description="Multi-tenant, encrypted, long-term memory for AI agents.",
+        description=(
+            "Multi-tenant, encrypted, long-term memory for AI agents. Every error is "
+            '`{"error": {"code", "message"}}`; messages name fields and detectors, never values.'
+        ),
         lifespan=lifespan,
+        docs_url=None,  # served offline by install_openapi
+        redoc_url=None,  # ReDoc loads from a CDN
     )
     app.state.services = services
     app.state.operator_key = operator_key
@@ -41,12 +57,9 @@ def create_app(services: Services, *, operator_key: str | None = None) -> FastAP
         registry=registry,
     )
 
-    @app.middleware("http")
-    async def count_requests(request: Request, call_next):  # type: ignore[no-untyped-def]
-        response = await call_next(request)
-        route = request.scope.get("route")
-        requests.labels(getattr(route, "path", "unmatched"), str(response.status_code)).inc()
-        return response
+    def count_request(scope: Scope, status: int) -> None:
+        route = scope.get("route")
+        requests.labels(getattr(route, "path", "unmatched"), str(status)).inc()
 
     install_error_handlers(app)
     app.include_router(routes_memories.router)
@@ -59,6 +72,13 @@ def create_app(services: Services, *, operator_key: str | None = None) -> FastAP
 
     @app.get("/metrics", tags=["ops"])
     def metrics() -> Response:
-        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+        """Prometheus text exposition format 0.0.4: requests by route and status."""
+        return Response(generate_latest(registry), media_type=METRICS_CONTENT_TYPE)
 
+    install_idempotency(app)
+    install_openapi(app)
+    # The guard is the outermost middleware even if more (idempotency) is added after this line:
+    # bad methods, oversized or over-deep bodies are refused first, and an exception anywhere
+    # inside still leaves as a JSON 500 with a correlation id.
+    install_guard(app, observe=count_request)
     return app

@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
-import os
+import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memvault.config import Settings
 from memvault.keyring import EnvMasterKey, FileMasterKey, Keyring, MasterKeyProvider
 from memvault.vault.audit import AuditLog
+from memvault.vault.datadir import DataDirLock, needs_lock, private_dir, private_sqlite_file
 from memvault.vault.embed import make_embedder
 from memvault.vault.embed.base import Embedder
 from memvault.vault.embed.cache import CachedEmbedder, EmbeddingCache
 from memvault.vault.erase import Eraser
+from memvault.vault.idempotency_records import idempotency_sweeper
 from memvault.vault.index import open_index
 from memvault.vault.index.base import VectorIndex
+from memvault.vault.maintenance import DEFAULT_GRACE_SECONDS, Maintenance
 from memvault.vault.principals import ApiKeys
-from memvault.vault.reconcile import Reconciler
+from memvault.vault.reconcile import Reconciler, ReconcileReport
 from memvault.vault.retrieval_log import RetrievalLog
 from memvault.vault.screen_gate import ScreenGate
 from memvault.vault.service import Vault, VaultParts
@@ -28,9 +32,13 @@ if TYPE_CHECKING:
     from memvault.screening import Screen
 
 
-@dataclass
+@dataclass(repr=False)
 class Services:
-    """The running service's parts. `close()` releases files, shards and connections."""
+    """The running service's parts. `close()` releases files, shards, connections and the lock.
+
+    Its repr names the backends only: `settings` holds the operator key, and the parts hold
+    connections and key material.
+    """
 
     settings: Settings
     db: Database
@@ -44,15 +52,44 @@ class Services:
     reconciler: Reconciler
     gate: ScreenGate
     closed: bool = field(default=False)
+    data_dir_lock: DataDirLock | None = field(default=None)
+    maintenance: Maintenance | None = field(default=None)
+    sweepers: list[Callable[[], object]] = field(default_factory=list)
+
+    def start(self) -> ReconcileReport:
+        """Reconcile now (before the server reports ready), then start periodic maintenance.
+
+        On the embedded default the data-directory lock proves no other process has writes in
+        flight, so the startup pass repairs everything with no grace period.
+        """
+        if self.maintenance is None:
+            startup_grace = 0.0 if self.data_dir_lock is not None else DEFAULT_GRACE_SECONDS
+            self.maintenance = Maintenance(self.reconciler, startup_grace=startup_grace)
+            for sweeper in self.sweepers:
+                self.maintenance.add_sweeper(sweeper)
+        return self.maintenance.start()
 
     def close(self) -> None:
         if self.closed:
             return
         self.closed = True
-        self.vault.parts.retrievals.close()
-        self.index.close()
-        self.keyring.close()
-        self.db.dispose()
+        if self.maintenance is not None:
+            self.maintenance.stop()
+        try:
+            self.vault.parts.retrievals.close()
+            self.index.close()
+            self.keyring.close()
+            self.db.dispose()
+        finally:
+            if self.data_dir_lock is not None:
+                self.data_dir_lock.release()
+
+    def __repr__(self) -> str:
+        database = "postgresql" if self.db.is_postgres else "sqlite"
+        return (
+            f"Services(database={database}, index={type(self.index).__name__}, "
+            f"closed={self.closed})"
+        )
 
 
 def master_key_provider(settings: Settings) -> MasterKeyProvider:
@@ -75,17 +112,58 @@ def open_services(
     index: VectorIndex | None = None,
     keyring: Keyring | None = None,
     screen: Screen | bool | None = True,
+    data_dir_lock: DataDirLock | None = None,
 ) -> Services:
-    """Open every part. Tests pass a shared `embedder` (model loading is slow)."""
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    os.chmod(settings.data_dir, 0o700)
-    db = Database(settings.resolved_database_url(), schema=settings.db_schema)
+    """Open every part. Tests pass a shared `embedder` (model loading is slow).
+
+    When anything embedded lives in DATA_DIR (the SQLite data store or keystore, or the Edge
+    shards), the data directory is locked first, so a second process fails at once with
+    `DataDirInUse` instead of failing later on every request; `close()` releases the lock.
+    A caller that already holds the lock on `settings.data_dir` (the CLI takes it before it
+    imports this module) passes it as `data_dir_lock`; the services own it from then on, and
+    release it if opening fails.
+    """
+    private_dir(settings.data_dir)
+    lock = data_dir_lock
+    if lock is None and needs_lock(settings):
+        lock = DataDirLock.acquire(settings.data_dir)
+    opened: list[Callable[[], object]] = []
+    try:
+        services = _open_parts(settings, lock, opened, embedder, index, keyring, screen)
+    except BaseException:
+        for undo in reversed(opened):
+            with contextlib.suppress(Exception):
+                undo()
+        if lock is not None:
+            lock.release()
+        raise
+    return services
+
+
+def _open_parts(
+    settings: Settings,
+    lock: DataDirLock | None,
+    opened: list[Callable[[], object]],
+    embedder: Embedder | None,
+    index: VectorIndex | None,
+    keyring: Keyring | None,
+    screen: Screen | bool | None,
+) -> Services:
+    """Open the parts in order; `opened` collects how to close each, should a later one fail."""
+    database_url = settings.resolved_database_url()
+    private_sqlite_file(database_url)
+    db = Database(database_url, schema=settings.db_schema)
+    opened.append(db.dispose)
     db.migrate()
     ring = keyring or Keyring.open(settings.resolved_keystore_url(), master_key_provider(settings))
+    if keyring is None:
+        opened.append(ring.close)
     model = embedder or make_embedder(
         settings.embedder, data_dir=settings.data_dir, threads=settings.embed_threads
     )
     vectors = index or open_index(settings.data_dir, model.dimension, settings.qdrant_url)
+    if index is None:
+        opened.append(vectors.close)
     clock = time.time
     active_screen = default_screen() if screen is True else (screen or None)
     gate = ScreenGate(db, active_screen, clock)
@@ -109,7 +187,9 @@ def open_services(
         keys=keys,
         tenants=Tenants(db, keys, clock),
         audit=AuditLog(db, clock),
-        eraser=Eraser(vault),
+        eraser=Eraser(vault, keys),
         reconciler=Reconciler(vault),
         gate=gate,
+        data_dir_lock=lock,
+        sweepers=[idempotency_sweeper(db, clock)],
     )

@@ -118,6 +118,19 @@ class ApiKeys:
             if result.rowcount == 0:  # type: ignore[attr-defined]
                 raise NotFound("no such key")
 
+    def revoke_scope(self, tenant: str, user: str, agent: str | None = None) -> int:
+        """Revoke every live key of a user (or of one agent of a user); returns how many."""
+        where = [
+            ApiKeyRow.tenant_id == tenant,
+            ApiKeyRow.user_id == user,
+            ApiKeyRow.revoked_at.is_(None),
+        ]
+        if agent is not None:
+            where.append(ApiKeyRow.agent_id == agent)
+        with self._db.session(tenant) as sess:
+            result = sess.execute(update(ApiKeyRow).where(*where).values(revoked_at=self._clock()))
+            return int(result.rowcount)  # type: ignore[attr-defined]
+
     def authenticate(self, token: str) -> Principal:
         """The principal of a valid, unrevoked token; AuthenticationError otherwise."""
         tenant, key_id, secret = split_token(token)

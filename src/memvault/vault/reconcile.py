@@ -1,29 +1,52 @@
-"""The reconciler: repairs what a crash between the write steps leaves behind.
+"""The reconciler: repairs what a crash between the write steps leaves behind, without a hand.
 
-- A `pending` row older than the grace period is completed: its text is decrypted, re-embedded
-  and upserted, then the row becomes `active`. If it cannot be decrypted (keys shredded), the
-  row is removed.
+- A `pending` row (an add that did not finish) older than the grace period is completed: its
+  text is decrypted, re-embedded and upserted, then the row becomes `active`.
+- A staged update (`next_*` columns set) older than the grace period is finished: the staged
+  version's vector is upserted and the version swapped in.
+- A row whose keys are gone (shredded) is removed with its vector.
 - A vector whose row does not exist (an orphan) is deleted from the index.
+
+One bad row is logged by id and skipped; one failing tenant never stops the others. The server
+runs this at startup, before it reports ready, and then periodically (`maintenance.py`).
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqlalchemy import select
-
-from memvault.errors import DecryptionError
+from memvault.errors import DecryptionError, KeyNotFound
+from memvault.vault.guard import ScopeErasing
 from memvault.vault.index.base import PointFilter
 from memvault.vault.service import ACTIVE, PENDING, Vault, namespace_for
-from memvault.vault.store.models import NoteRow, TenantRow
+from memvault.vault.store.models import NoteRow
 from memvault.vault.store.scoping import OwnedBy, scoped_delete, scoped_select, scoped_update
+from memvault.vault.writes import staged_view, swap_in_next
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
 class ReconcileReport:
+    """What one reconcile pass did; `failed` counts rows and tenants skipped after an error."""
+
     completed: int
     removed: int
     orphans_deleted: int
+    updates_completed: int = 0
+    failed: int = 0
+    tenants_skipped: int = 0
+
+
+@dataclass(slots=True)
+class _Tally:
+    completed: int = 0
+    removed: int = 0
+    orphans: int = 0
+    updates: int = 0
+    failed: int = 0
 
 
 class Reconciler:
@@ -35,19 +58,41 @@ class Reconciler:
 
     def tenants(self) -> list[str]:
         """Tenants in the table, plus any namespace the index holds (orphans of a lost tenant)."""
-        with self._parts.db.session(None) as sess:
-            known = set(sess.execute(select(TenantRow.tenant_id)).scalars())
+        known = set(self._parts.db.tenant_ids())
         return sorted(known | set(self._parts.index.namespaces()))
 
     def run(self, grace_seconds: float = 60.0) -> ReconcileReport:
         """Repair every tenant; rows younger than `grace_seconds` may still be in flight."""
-        completed = removed = orphans = 0
+        total = _Tally()
+        skipped = 0
         for tenant in self.tenants():
-            c, r, o = self.run_tenant(tenant, grace_seconds)
-            completed, removed, orphans = completed + c, removed + r, orphans + o
-        return ReconcileReport(completed, removed, orphans)
+            try:
+                with self._parts.guard.using(tenant, None):
+                    tally = self.run_tenant(tenant, grace_seconds)
+            except ScopeErasing:
+                skipped += 1  # being erased or deleted right now: nothing to repair
+                continue
+            except Exception as exc:  # one tenant's failure never stops the others
+                log.error("reconcile: a tenant failed (%s); continuing", type(exc).__name__)
+                skipped += 1
+                continue
+            total.completed += tally.completed
+            total.removed += tally.removed
+            total.orphans += tally.orphans
+            total.updates += tally.updates
+            total.failed += tally.failed
+        return ReconcileReport(
+            total.completed,
+            total.removed,
+            total.orphans,
+            updates_completed=total.updates,
+            failed=total.failed,
+            tenants_skipped=skipped,
+        )
 
-    def run_tenant(self, tenant: str, grace_seconds: float) -> tuple[int, int, int]:
+    def run_tenant(self, tenant: str, grace_seconds: float) -> _Tally:
+        """Repair one tenant (the caller holds the scope guard for it)."""
+        tally = _Tally()
         target = OwnedBy(tenant)
         namespace = namespace_for(tenant)
         cutoff = self._parts.clock() - grace_seconds
@@ -57,31 +102,109 @@ class Reconciler:
                     scoped_select(target, NoteRow.status == PENDING, NoteRow.updated_at <= cutoff)
                 ).scalars()
             )
-        completed = removed = 0
-        with self._parts.db.session(tenant) as sess:
+            staged = list(
+                sess.execute(
+                    scoped_select(target, NoteRow.next_at.is_not(None), NoteRow.next_at <= cutoff)
+                ).scalars()
+            )
             avgdl = self._parts.corpus.avgdl(sess, tenant, namespace)
         for row in pending:
-            try:
-                note = self._vault.decrypt_row(row)
-            except DecryptionError:
-                with self._parts.db.session(tenant) as sess:
-                    sess.execute(scoped_delete(target, NoteRow.id == row.id))
-                    self._parts.corpus.adjust(sess, tenant, namespace, -1, -row.token_count)
-                self._parts.index.delete(namespace, [row.id])
-                removed += 1
-                continue
-            self._parts.index.upsert(
-                namespace, [self._vault.index_point(row, note.text, note.topics, avgdl)]
+            self._isolated(row, tally, lambda r: self._complete_add(r, avgdl, tally))
+        for row in staged:
+            self._isolated(row, tally, lambda r: self._complete_update(r, avgdl, tally))
+        tally.orphans = self._delete_orphans(tenant)
+        return tally
+
+    def _isolated(self, row: NoteRow, tally: _Tally, repair: Callable[[NoteRow], None]) -> None:
+        """Run one row's repair; an error is logged by note id and the row skipped."""
+        try:
+            repair(row)
+        except Exception as exc:
+            tally.failed += 1
+            log.warning("reconcile: note %s skipped (%s)", row.id, type(exc).__name__)
+
+    def _complete_add(self, row: NoteRow, avgdl: float, tally: _Tally) -> None:
+        try:
+            note = self._vault.decrypt_row(row)
+        except (DecryptionError, KeyNotFound):
+            self._remove(row)
+            tally.removed += 1
+            return
+        namespace = namespace_for(row.tenant_id)
+        self._parts.index.upsert(
+            namespace, [self._vault.index_point(row, note.text, note.topics, avgdl)]
+        )
+        with self._parts.db.session(row.tenant_id) as sess:
+            sess.execute(
+                scoped_update(
+                    OwnedBy(row.tenant_id),
+                    NoteRow.id == row.id,
+                    NoteRow.status == PENDING,
+                    status=ACTIVE,
+                )
             )
-            with self._parts.db.session(tenant) as sess:
-                sess.execute(scoped_update(target, NoteRow.id == row.id, status=ACTIVE))
-            completed += 1
+        tally.completed += 1
+
+    def _complete_update(self, row: NoteRow, avgdl: float, tally: _Tally) -> None:
+        namespace = namespace_for(row.tenant_id)
+        try:
+            live = self._vault.decrypt_row(row)
+        except (DecryptionError, KeyNotFound):
+            self._remove(row)
+            tally.removed += 1
+            return
+        assert row.next_at is not None
+        try:
+            nxt = staged_view(row)
+            note = self._vault.decrypt_row(nxt)
+        except (DecryptionError, KeyNotFound):
+            # The staged version cannot be opened: drop it, keep (and re-index) the live one.
+            with self._parts.db.session(row.tenant_id) as sess:
+                sess.execute(
+                    scoped_update(
+                        OwnedBy(row.tenant_id),
+                        NoteRow.id == row.id,
+                        NoteRow.next_at == row.next_at,
+                        next_text_ct=None,
+                        next_attrs_ct=None,
+                        next_state=None,
+                        next_at=None,
+                    )
+                )
+            self._parts.index.upsert(
+                namespace, [self._vault.index_point(row, live.text, live.topics, avgdl)]
+            )
+            tally.removed += 1
+            return
+        self._parts.index.upsert(
+            namespace, [self._vault.index_point(nxt, note.text, note.topics, avgdl)]
+        )
+        with self._parts.db.session(row.tenant_id) as sess:
+            swap_in_next(self._vault, sess, row, row.next_at)
+        tally.updates += 1
+
+    def _remove(self, row: NoteRow) -> None:
+        """A row whose keys are gone: delete it and its vector."""
+        tenant = row.tenant_id
+        namespace = namespace_for(tenant)
+        with self._parts.db.session(tenant) as sess:
+            gone = sess.execute(scoped_delete(OwnedBy(tenant), NoteRow.id == row.id))
+            if gone.rowcount:  # type: ignore[attr-defined]
+                self._parts.corpus.adjust(sess, tenant, namespace, -1, -row.token_count)
+        self._parts.index.delete(namespace, [row.id])
+
+    def _delete_orphans(self, tenant: str) -> int:
+        namespace = namespace_for(tenant)
         # Scroll before reading the rows: a point seen here had its row inserted earlier, so an
         # add in flight is never mistaken for an orphan.
         point_ids = self._parts.index.scroll_ids(namespace, PointFilter())
+        if not point_ids:
+            return 0
         with self._parts.db.session(tenant) as sess:
-            known = set(sess.execute(scoped_select(target).with_only_columns(NoteRow.id)).scalars())
+            known = set(
+                sess.execute(scoped_select(OwnedBy(tenant)).with_only_columns(NoteRow.id)).scalars()
+            )
         orphan_ids = [i for i in point_ids if i not in known]
         if orphan_ids:
             self._parts.index.delete(namespace, orphan_ids)
-        return completed, removed, len(orphan_ids)
+        return len(orphan_ids)

@@ -153,14 +153,17 @@ class HybridRetriever:
         seen = {r.note.id for r in results}
         frontier = list(seen)
         hop_of: dict[str, int] = {}
-        with self._parts.db.session(scope.tenant) as sess:
-            for hop in range(1, GRAPH_HOPS + 1):
+        for hop in range(1, GRAPH_HOPS + 1):
+            with self._parts.db.session(scope.tenant) as sess:
                 found = neighbours(sess, scope.tenant, scope.user, frontier) - seen
-                if not found:
-                    break
-                frontier = sorted(found)
-                hop_of.update(dict.fromkeys(frontier, hop))
-                seen.update(found)
+            seen.update(found)
+            # The walk passes only through notes the caller may read: an unreadable note is
+            # neither admitted nor a bridge to its own neighbours.
+            found = self._view.readable_ids(sorted(found))
+            if not found:
+                break
+            frontier = sorted(found)
+            hop_of.update(dict.fromkeys(frontier, hop))
         candidates = list(hop_of)
         if not candidates:
             return []

@@ -1,14 +1,21 @@
 """Where the write screen meets the vault: tenant policy in, refusal log out.
 
-Every write (add, update, shared, and later dialogue and consolidation) passes `ScreenGate.screen`
-before anything is embedded or persisted. A refused text is never stored, logged or echoed; the
-refusal log keeps the principal, the time and the detector only.
+Every write (add, update, shared, and later dialogue and consolidation) passes
+`ScreenGate.screen_note` before anything is embedded or persisted: the text, and every other
+client-supplied string that is stored (`source`, each topic). Identifier fields (`readers`, ids)
+never reach the screen: they must match the id grammar, which cannot hold a secret. A refused
+value is never stored, logged or echoed; the refusal log keeps the principal, the time, the
+detector and the field name only.
+
+PII is replaced by a typed placeholder with a keyed pseudonym, `[PHONE:7f3a9c01]`: an HMAC of the
+normalised value under the tenant's index key. Two facts that differ only in a phone number stay
+two notes, and the same number matches across notes, without the number being stored.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -33,6 +40,33 @@ class Screened:
     redacted_types: tuple[str, ...] = ()
 
 
+Pseudonym = Callable[[str, str], str]
+"""(pii type, normalised value) -> short hex: the keyed pseudonym in a placeholder."""
+
+PSEUDONYM_HEX = 8
+"""32 bits: 10,000 distinct numbers in a tenant collide with probability about 1%."""
+
+
+def keyed_pseudonym(tag: Callable[[str], str]) -> Pseudonym:
+    """The pseudonym function of a tenant, from its index key's `tag`."""
+
+    def pseudonym(pii_type: str, value: str) -> str:
+        return tag(f"pii:{pii_type}:{value}")[:PSEUDONYM_HEX]
+
+    return pseudonym
+
+
+@dataclass(frozen=True, slots=True)
+class ScreenedNote:
+    """Every screened string of one write."""
+
+    text: str
+    source: str | None
+    topics: tuple[str, ...]
+    flags: frozenset[str] = frozenset()
+    redacted_types: tuple[str, ...] = ()
+
+
 class ScreenGate:
     """Runs the screen with the tenant's policy and records refusals without content."""
 
@@ -41,16 +75,111 @@ class ScreenGate:
         self._screen = screen
         self._clock = clock
 
-    def screen(self, scope: Scope, text: str, *, shared: bool) -> Screened:
+    def screen(
+        self, scope: Scope, text: str, *, shared: bool, pseudonym: Pseudonym | None = None
+    ) -> Screened:
         """Screened text, or `ScreenRefused` (after logging the refusal) for a refused text."""
+        return self._text(scope, text, shared, pseudonym, self._policy_if_screening(scope))
+
+    def _policy_if_screening(self, scope: Scope) -> ScreenPolicy | None:
+        return None if self._screen is None else self.policy(scope.tenant)
+
+    def _text(
+        self,
+        scope: Scope,
+        text: str,
+        shared: bool,
+        pseudonym: Pseudonym | None,
+        policy: ScreenPolicy | None,
+    ) -> Screened:
         if self._screen is None:
             return Screened(text)
-        result = self._screen.check(text, policy=self.policy(scope.tenant), shared=shared)
+        result = self._screen.check(text, policy=policy, shared=shared, pseudonym=pseudonym)
         if result.refusal_code is not None:
             detector = result.detector or result.refusal_code
             self._record_refusal(scope, result.refusal_code, detector)
             raise ScreenRefused(result.refusal_code, detector)
         return Screened(result.text, frozenset(result.flags), tuple(result.redacted_types))
+
+    def screen_field(
+        self, scope: Scope, field: str, value: str, *, pseudonym: Pseudonym | None = None
+    ) -> Screened:
+        """A short stored string (`source`, a topic): credentials refused, PII per policy."""
+        return self._field(scope, field, value, pseudonym, self._policy_if_screening(scope))
+
+    def _field(
+        self,
+        scope: Scope,
+        field: str,
+        value: str,
+        pseudonym: Pseudonym | None,
+        policy: ScreenPolicy | None,
+    ) -> Screened:
+        if self._screen is None:
+            return Screened(value)
+        result = self._screen.check_field(value, field=field, policy=policy, pseudonym=pseudonym)
+        if result.refusal_code is not None:
+            detector = result.detector or result.refusal_code
+            self._record_refusal(scope, result.refusal_code, detector)
+            raise ScreenRefused(result.refusal_code, detector, f"{field} refused by {detector}")
+        return Screened(result.text, frozenset(), tuple(result.redacted_types))
+
+    def screen_ids(self, scope: Scope, field: str, values: Sequence[str]) -> None:
+        """Identifier values (`readers`): already in the id grammar; refuse a credential shape.
+
+        An AWS key id matches the id grammar, so the grammar alone cannot keep a secret out of a
+        reader list: the credential detectors run on each value too. PII is not redacted here
+        (an id is kept verbatim or refused, never rewritten).
+        """
+        if self._screen is None:
+            return
+        from memvault.screening import PII_TYPES, PiiAction, ScreenPolicy
+
+        allow_pii = ScreenPolicy(pii=dict.fromkeys(PII_TYPES, PiiAction.ALLOW))
+        for value in values:
+            result = self._screen.check_field(value, field=field, policy=allow_pii)
+            if result.refusal_code is not None:
+                detector = result.detector or result.refusal_code
+                self._record_refusal(scope, result.refusal_code, detector)
+                raise ScreenRefused(result.refusal_code, detector, f"{field} refused by {detector}")
+
+    def screen_note(
+        self,
+        scope: Scope,
+        *,
+        text: str | None,
+        source: str | None,
+        topics: Sequence[str] | None,
+        shared: bool,
+        pseudonym: Pseudonym | None = None,
+    ) -> ScreenedNote:
+        """Screen every stored string of a write; the first refusal refuses the whole write.
+
+        `None` leaves a field out (an update that does not change it); it comes back `None`
+        (`()` for topics).
+        """
+        policy = self._policy_if_screening(scope)
+        body = (
+            self._text(scope, text, shared, pseudonym, policy) if text is not None else Screened("")
+        )
+        redacted = list(body.redacted_types)
+        clean_source: str | None = None
+        if source is not None:
+            screened = self._field(scope, "source", source, pseudonym, policy)
+            clean_source = screened.text
+            redacted.extend(screened.redacted_types)
+        clean_topics: list[str] = []
+        for topic in topics or ():
+            screened = self._field(scope, "topics", topic, pseudonym, policy)
+            clean_topics.append(screened.text)
+            redacted.extend(screened.redacted_types)
+        return ScreenedNote(
+            text=body.text,
+            source=clean_source,
+            topics=tuple(dict.fromkeys(clean_topics)),
+            flags=body.flags,
+            redacted_types=tuple(dict.fromkeys(redacted)),
+        )
 
     def policy(self, tenant: str) -> ScreenPolicy | None:
         """The tenant's screen policy (None: the screen's defaults)."""

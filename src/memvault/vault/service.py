@@ -2,16 +2,19 @@
 
 A `ScopedVault` is held per principal; its scope comes from the authenticated key. Every SQL
 statement goes through `store.scoping`, every vector query carries a `PointFilter` with the same
-scope, and every result is re-checked on the way out (`ScopeViolation` on a mismatch).
+scope, and every result is re-checked on the way out (`ScopeViolation` on a mismatch). Every
+operation runs inside the `ScopeGuard`, so an erase of the scope never races it.
 
-Write protocol: row inserted `pending` -> vector upserted -> row `active`. A crash in between
-leaves a pending row or an orphan vector; `Reconciler` repairs both.
+The write paths and their crash-safety protocol live in `writes.py`; `Reconciler` repairs what a
+crash between the steps leaves.
 """
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,32 +22,46 @@ from sqlalchemy import func, select
 
 from memvault.errors import InvalidRequest, NotFound, PermissionDenied, ScopeViolation
 from memvault.keyring import Keyring
-from memvault.scope import SHARED_AGENT, WILDCARD_READER, Scope, validate_id
+from memvault.scope import WILDCARD_READER, Scope
 from memvault.vault.codec import NoteCodec
 from memvault.vault.corpus import CorpusStats
+from memvault.vault.drafts import (
+    ACTIVE,
+    PENDING,
+    NoteDraft,
+    content_hash,
+    namespace_for,
+    topic_tag,
+)
 from memvault.vault.embed.cache import CachedEmbedder
-from memvault.vault.ids import canonical_uuid, uuid7
+from memvault.vault.fields import MAX_QUERY_CHARS, check_text
+from memvault.vault.guard import ScopeGuard
+from memvault.vault.ids import canonical_uuid
 from memvault.vault.index.base import Hit, IndexPoint, PointFilter, VectorIndex
-from memvault.vault.notes import Note, NoteType, SearchHit, Visibility
+from memvault.vault.notes import Note, SearchHit, Visibility
 from memvault.vault.retrieval_log import RetrievalLog
 from memvault.vault.screen_gate import ScreenGate
 from memvault.vault.store.database import Database
 from memvault.vault.store.models import NoteRow
-from memvault.vault.store.scoping import (
-    ReadableBy,
-    member_list,
-    parse_member_list,
-    scoped_delete,
-    scoped_select,
-    scoped_update,
-)
+from memvault.vault.store.scoping import ReadableBy, parse_member_list, scoped_select
 from memvault.vault.text import SparseEncoder
 
-MAX_TEXT_CHARS = 32_000
-MAX_TOPICS = 5
+__all__ = [
+    "ACTIVE",
+    "PENDING",
+    "NoteDraft",
+    "ScopedVault",
+    "Vault",
+    "VaultParts",
+    "content_hash",
+    "namespace_for",
+    "topic_tag",
+]
+
 MAX_LIMIT = 100
-PENDING = "pending"
-ACTIVE = "active"
+MAX_LIST_LIMIT = 1000
+MAX_OFFSET = 1_000_000
+NOTE_LOCK_STRIPES = 64
 
 FaultHook = Callable[[str], None]
 
@@ -64,15 +81,11 @@ class VaultParts:
     gate: ScreenGate
     retrievals: RetrievalLog
     clock: Callable[[], float] = time.time
+    guard: ScopeGuard = field(default_factory=ScopeGuard)
     corpus: CorpusStats = field(init=False)
 
     def __post_init__(self) -> None:
         self.corpus = CorpusStats(self.db)
-
-
-def namespace_for(tenant: str) -> str:
-    """Mode A: one vector namespace per tenant."""
-    return tenant
 
 
 class Vault:
@@ -82,6 +95,17 @@ class Vault:
         self.parts = parts
         self.codec = NoteCodec(parts.keyring)
         self.fault: FaultHook = _no_fault
+        self._note_locks = [threading.Lock() for _ in range(NOTE_LOCK_STRIPES)]
+
+    @contextmanager
+    def note_lock(self, note_id: str) -> Iterator[None]:
+        """Serialize changes of one note inside this process (striped locks)."""
+        with self._note_locks[hash(note_id) % NOTE_LOCK_STRIPES]:
+            yield
+
+    def namespace_of(self, tenant: str) -> str:
+        """The vector namespace of a tenant."""
+        return namespace_for(tenant)
 
     def scoped(self, scope: Scope) -> ScopedVault:
         """A view that reads and writes as `scope` (from an authenticated key only)."""
@@ -179,66 +203,27 @@ class Vault:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class NoteDraft:
-    """A note to add: what a caller may say about it (never its scope)."""
-
-    text: str
-    visibility: Visibility = "private"
-    readers: Sequence[str] | None = None
-    note_type: str = "memory"
-    topics: Sequence[str] | None = None
-    source: str | None = None
-    ttl_days: float | None = None
-
-
-def content_hash(tag: Callable[[str], str], storage: Scope, text: str) -> str:
-    """Keyed hash for exact-duplicate checks within one storage scope."""
-    return tag(f"note|{storage.user}|{storage.agent}|{text}")
-
-
-def topic_tag(tag: Callable[[str], str], topic: str) -> str:
-    """Blind tag of a topic: case-insensitive, keyed per tenant."""
-    return tag("topic:" + topic.strip().casefold())
-
-
-def _validate_topics(topics: Sequence[str] | None, note_type: str) -> tuple[str, ...]:
-    clean = tuple(t.strip() for t in topics or () if t.strip())
-    if len(clean) > MAX_TOPICS:
-        raise InvalidRequest(f"topics holds at most {MAX_TOPICS} entries")
-    if note_type == "knowledge" and not clean:
-        raise InvalidRequest("knowledge notes need 1-5 topics")
-    if any(len(t) > 64 for t in clean):
-        raise InvalidRequest("a topic is at most 64 characters")
-    return clean
-
-
-def _validate_text(text: str, field: str = "text") -> str:
-    if not isinstance(text, str) or not text.strip():
-        raise InvalidRequest(f"{field} must be a non-empty string")
-    if len(text) > MAX_TEXT_CHARS:
-        raise InvalidRequest(f"{field} is longer than {MAX_TEXT_CHARS} characters")
-    return text
-
-
-def _validate_note_type(note_type: str) -> NoteType:
-    if note_type not in ("memory", "knowledge"):
-        raise InvalidRequest("note_type must be 'memory' or 'knowledge'")
-    return "knowledge" if note_type == "knowledge" else "memory"
-
-
 class ScopedVault:
     """Memory operations as one principal. Construct through `Vault.scoped`."""
 
     def __init__(self, vault: Vault, scope: Scope) -> None:
-        self._vault = vault
         self._parts = vault.parts
-        self.scope = scope
-        self._readable = ReadableBy(scope)
-        self.namespace = namespace_for(scope.tenant)
         self.vault = vault
+        self.scope = scope
+        self.readable = ReadableBy(scope)
+        self.namespace = namespace_for(scope.tenant)
 
-    # -- writes -----------------------------------------------------------------------------
+    @contextmanager
+    def _guarded(self) -> Iterator[None]:
+        with self._parts.guard.using(self.scope.tenant, self.scope.user):
+            yield
+
+    def _writer(self) -> Any:
+        from memvault.vault.writes import NoteWriter
+
+        return NoteWriter(self)
+
+    # -- writes (writes.py) -------------------------------------------------------------------
 
     def add(
         self,
@@ -256,107 +241,15 @@ class ScopedVault:
         return self.add_many([draft])[0]
 
     def add_many(self, drafts: Sequence[NoteDraft]) -> list[Note]:
-        """Add several notes with one embedding batch, one index upsert and two transactions.
+        """Add several notes with one embedding batch and one index upsert.
 
         Every draft is validated and screened before anything is stored, so one bad draft
         refuses the whole batch and stores nothing. An exact duplicate of a live note in the
         same scope returns the existing note instead of a copy.
         """
-        prepared = [self._prepare(d) for d in drafts]
-        results: list[Note | None] = [None] * len(prepared)
-        fresh: list[tuple[int, NoteRow, str, tuple[str, ...]]] = []
-        seen: dict[str, int] = {}
-        for i, (row, text, topics) in enumerate(prepared):
-            existing = self._find_duplicate(self._vault.row_scope(row), row.content_hash)
-            if existing is not None:
-                results[i] = existing
-            elif row.content_hash in seen:
-                continue
-            else:
-                seen[row.content_hash] = i
-                fresh.append((i, row, text, topics))
-        if fresh:
-            encoder = self._vault.sparse_encoder(self.scope.tenant)
-            for _, row, text, _ in fresh:
-                row.token_count = len(encoder.tokens(text))
-            tenant, namespace = self.scope.tenant, self.namespace
-            self._parts.corpus.ensure(tenant, namespace)
-            with self._parts.db.session(tenant) as sess:
-                sess.add_all([row for _, row, _, _ in fresh])
-                tokens = sum(row.token_count for _, row, _, _ in fresh)
-                self._parts.corpus.adjust(sess, tenant, namespace, len(fresh), tokens)
-                avgdl = self._parts.corpus.avgdl(sess, tenant, namespace)
-            self._vault.fault("after_pending")
-            points = self._vault.index_points([(r, t, tp) for _, r, t, tp in fresh], avgdl)
-            self._parts.index.upsert(self.namespace, points)
-            self._vault.fault("after_upsert")
-            ids = [row.id for _, row, _, _ in fresh]
-            with self._parts.db.session(self.scope.tenant) as sess:
-                sess.execute(scoped_update(self._readable, NoteRow.id.in_(ids), status=ACTIVE))
-            for i, row, _, _ in fresh:
-                row.status = ACTIVE
-                results[i] = self._vault.decrypt_row(row)
-        for i, (row, _, _) in enumerate(prepared):
-            if results[i] is None:  # a duplicate inside the batch: same as its first copy
-                results[i] = results[seen[row.content_hash]]
-        return [r for r in results if r is not None]
-
-    def _prepare(self, draft: NoteDraft) -> tuple[NoteRow, str, tuple[str, ...]]:
-        """Validate, screen and encrypt one draft into a pending row (not yet stored)."""
-        _validate_text(draft.text)
-        kind = _validate_note_type(draft.note_type)
-        clean_topics = _validate_topics(draft.topics, kind)
-        if draft.visibility not in ("private", "shared"):
-            raise InvalidRequest("visibility must be 'private' or 'shared'")
-        if draft.ttl_days is not None and not (0 < draft.ttl_days <= 36_500):
-            raise InvalidRequest("ttl_days must be between 0 and 36500")
-        shared = draft.visibility == "shared"
-        screened = self._parts.gate.screen(self.scope, draft.text, shared=shared)
-        storage = self.scope.shared if shared else self.scope
-        if shared:
-            reader_list = [WILDCARD_READER]
-        else:
-            extra = [validate_id(r, "readers") for r in draft.readers or ()]
-            if SHARED_AGENT in extra or WILDCARD_READER in extra:
-                raise InvalidRequest("use visibility=shared to share a note")
-            reader_list = [self.scope.agent, *sorted(set(extra) - {self.scope.agent})]
-        index_key = self._parts.keyring.index_key(self.scope.tenant)
-        now = self._parts.clock()
-        note_id = uuid7()
-        attrs: dict[str, Any] = {"topics": list(clean_topics), "source": draft.source}
-        key_version, text_ct, attrs_ct = self._vault.codec.seal(
-            storage, note_id, screened.text, attrs
-        )
-        row = NoteRow(
-            tenant_id=storage.tenant,
-            id=note_id,
-            user_id=storage.user,
-            agent_id=storage.agent,
-            owner=self.scope.agent,
-            readers=member_list(reader_list),
-            writers=member_list([self.scope.agent]),
-            visibility=draft.visibility,
-            note_type=kind,
-            status=PENDING,
-            is_active=1,
-            ephemeral=int("ephemeral" in screened.flags),
-            suspicious=int("suspicious" in screened.flags),
-            redacted_types=",".join(screened.redacted_types),
-            created_at=now,
-            updated_at=now,
-            retrieval_count=0,
-            last_accessed=now,
-            expires_at=now + draft.ttl_days * 86_400 if draft.ttl_days else None,
-            content_hash=content_hash(index_key.tag, storage, screened.text),
-            token_count=0,
-            key_version=key_version,
-            model_id=self._parts.embedder.model_id,
-            text_ct=text_ct,
-            attrs_ct=attrs_ct,
-            conflict=0,
-            low_quality=0,
-        )
-        return row, screened.text, clean_topics
+        with self._guarded():
+            notes: list[Note] = self._writer().add_many(drafts)
+            return notes
 
     def update(
         self,
@@ -367,113 +260,53 @@ class ScopedVault:
         readers: Sequence[str] | None = None,
         source: str | None = None,
     ) -> Note:
-        """Change a note you may write. Readers can be changed by the owner only."""
-        row = self._writable_row(note_id)
-        current = self._vault.decrypt_row(row)
-        new_text = current.text
-        changes: dict[str, Any] = {}
-        if text is not None:
-            _validate_text(text)
-            screened = self._parts.gate.screen(
-                self.scope, text, shared=row.agent_id == SHARED_AGENT
+        """Change a note you may write. Readers can be changed by the owner only.
+
+        A refused or invalid update changes nothing; the previous version stays readable until
+        the new one is live.
+        """
+        with self._guarded():
+            note: Note = self._writer().update(
+                note_id, text=text, topics=topics, readers=readers, source=source
             )
-            new_text = screened.text
-            changes["ephemeral"] = int("ephemeral" in screened.flags)
-            changes["suspicious"] = int("suspicious" in screened.flags)
-            changes["redacted_types"] = ",".join(screened.redacted_types)
-        new_topics = (
-            _validate_topics(topics, row.note_type) if topics is not None else current.topics
-        )
-        if readers is not None:
-            if row.owner != self.scope.agent or row.visibility == "shared":
-                raise PermissionDenied("only the owner of a private note changes its readers")
-            extra = [validate_id(r, "readers") for r in readers]
-            if SHARED_AGENT in extra or WILDCARD_READER in extra:
-                raise InvalidRequest("use visibility=shared to share a note")
-            changes["readers"] = member_list([row.owner, *sorted(set(extra) - {row.owner})])
-        attrs = {
-            "topics": list(new_topics),
-            "source": source if source is not None else current.source,
-        }
-        storage = self._vault.row_scope(row)
-        key_version, text_ct, attrs_ct = self._vault.codec.seal(storage, row.id, new_text, attrs)
-        index_key = self._parts.keyring.index_key(storage.tenant)
-        now = self._parts.clock()
-        changes.update(
-            text_ct=text_ct,
-            attrs_ct=attrs_ct,
-            key_version=key_version,
-            updated_at=now,
-            status=PENDING,
-            content_hash=content_hash(index_key.tag, storage, new_text),
-            model_id=self._parts.embedder.model_id,
-        )
-        changes["token_count"] = len(self._vault.sparse_encoder(storage.tenant).tokens(new_text))
-        with self._parts.db.session(storage.tenant) as sess:
-            sess.execute(scoped_update(self._readable, NoteRow.id == row.id, **changes))
-            self._parts.corpus.adjust(
-                sess, storage.tenant, self.namespace, 0, changes["token_count"] - row.token_count
-            )
-            avgdl = self._parts.corpus.avgdl(sess, storage.tenant, self.namespace)
-            fresh = sess.execute(scoped_select(self._readable, NoteRow.id == row.id)).scalar_one()
-        self._parts.index.upsert(
-            self.namespace, [self._vault.index_point(fresh, new_text, new_topics, avgdl)]
-        )
-        with self._parts.db.session(storage.tenant) as sess:
-            sess.execute(scoped_update(self._readable, NoteRow.id == row.id, status=ACTIVE))
-        fresh.status = ACTIVE
-        return self._vault.decrypt_row(fresh)
+            return note
 
     def delete(self, note_id: str, *, purge: bool = False) -> None:
-        """Soft delete (hidden from search and reads), or purge the vector and the row."""
-        row = self._writable_row(note_id, include_inactive=purge)
-        if purge:
-            self._vault_purge(row)
-            return
-        with self._parts.db.session(row.tenant_id) as sess:
-            sess.execute(
-                scoped_update(
-                    self._readable,
-                    NoteRow.id == row.id,
-                    is_active=0,
-                    updated_at=self._parts.clock(),
-                )
-            )
-        self._parts.index.set_payload(self.namespace, [row.id], {"is_active": 0})
+        """Soft delete (hidden from search and reads), or purge the row and the vector."""
+        with self._guarded():
+            self._writer().delete(note_id, purge=purge)
 
-    def _vault_purge(self, row: NoteRow) -> None:
-        from memvault.vault.links import delete_links_of
-
-        self._parts.index.delete(self.namespace, [row.id])
-        with self._parts.db.session(row.tenant_id) as sess:
-            delete_links_of(sess, row.tenant_id, [row.id])
-            self._parts.corpus.adjust(sess, row.tenant_id, self.namespace, -1, -row.token_count)
-            sess.execute(scoped_delete(self._readable, NoteRow.id == row.id))
+    def link(self, source_id: str, target_id: str) -> None:
+        """Link two notes the caller can read and write (same tenant and user by construction)."""
+        with self._guarded():
+            self._writer().link(source_id, target_id)
 
     # -- reads ------------------------------------------------------------------------------
 
     def get(self, note_id: str) -> Note:
         """A readable, active note by id; NotFound for anything else (never 403)."""
-        return self._vault.decrypt_row(self._readable_row(note_id))
+        with self._guarded():
+            return self.vault.decrypt_row(self.readable_row(note_id))
 
     def list_notes(self, *, limit: int = 50, offset: int = 0) -> tuple[list[Note], int]:
         """Readable active notes, newest first, and their total count."""
-        if not (1 <= limit <= 1000) or offset < 0:
-            raise InvalidRequest("limit must be 1-1000 and offset >= 0")
-        live = self._live_clause()
-        with self._parts.db.session(self.scope.tenant) as sess:
+        if not (1 <= limit <= MAX_LIST_LIMIT) or not (0 <= offset <= MAX_OFFSET):
+            raise InvalidRequest(f"limit must be 1-{MAX_LIST_LIMIT} and offset 0-{MAX_OFFSET}")
+        live = self.live_clause()
+        with self._guarded(), self._parts.db.session(self.scope.tenant) as sess:
             rows = list(
                 sess.execute(
-                    scoped_select(self._readable, *live)
+                    scoped_select(self.readable, *live)
                     .order_by(NoteRow.created_at.desc(), NoteRow.id.desc())
                     .limit(limit)
                     .offset(offset)
                 ).scalars()
             )
             total = sess.execute(
-                select(func.count()).select_from(scoped_select(self._readable, *live).subquery())
+                select(func.count()).select_from(scoped_select(self.readable, *live).subquery())
             ).scalar_one()
-        return [self._checked(self._vault.decrypt_row(r)) for r in rows], int(total)
+            notes = [self._checked(self.vault.decrypt_row(r)) for r in rows]
+        return notes, int(total)
 
     def search(
         self,
@@ -488,12 +321,15 @@ class ScopedVault:
         `mode`: `dense`, `sparse` (keyed BM25), `hybrid` (RRF of both in the store) or `full`
         (hybrid, heat with time decay, and up to 8 gated notes from a 2-hop link walk).
         """
+        from memvault.vault.fields import check_topics
         from memvault.vault.retrieve import HybridRetriever
 
-        _validate_text(query, "query")
-        if not (1 <= limit <= MAX_LIMIT):
+        check_text(query, "query", MAX_QUERY_CHARS)
+        clean_topics = check_topics(topics, "memory")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not (1 <= limit <= MAX_LIMIT):
             raise InvalidRequest(f"limit must be 1-{MAX_LIMIT}")
-        return HybridRetriever(self).search(query, limit, topics, mode)
+        with self._guarded():
+            return HybridRetriever(self).search(query, limit, clean_topics, mode)
 
     def point_filter(self, topics: Sequence[str] | None = None) -> PointFilter:
         """The scope filter every vector query carries."""
@@ -512,7 +348,7 @@ class ScopedVault:
         """Load and decrypt the notes behind index hits, re-checking every one's scope."""
         for hit in hits:
             payload = hit.payload
-            if not self._readable.admits(
+            if not self.readable.admits(
                 self.scope.tenant, str(payload.get("user_id")), list(payload.get("readers", []))
             ):
                 raise ScopeViolation("the index returned a point outside the caller's scopes")
@@ -523,7 +359,7 @@ class ScopedVault:
             rows = {
                 r.id: r
                 for r in sess.execute(
-                    scoped_select(self._readable, NoteRow.id.in_(ids), *self._live_clause())
+                    scoped_select(self.readable, NoteRow.id.in_(ids), *self.live_clause())
                 ).scalars()
             }
         results = []
@@ -531,12 +367,25 @@ class ScopedVault:
             row = rows.get(hit.id)
             if row is None:  # derived index lagging the source of truth: skip, never widen
                 continue
-            results.append(SearchHit(self._checked(self._vault.decrypt_row(row)), hit.score, via))
+            results.append(SearchHit(self._checked(self.vault.decrypt_row(row)), hit.score, via))
         return results
 
-    # -- internals --------------------------------------------------------------------------
+    def readable_ids(self, note_ids: Sequence[str]) -> set[str]:
+        """The subset of `note_ids` the caller may read now (live, in its scopes)."""
+        if not note_ids:
+            return set()
+        with self._parts.db.session(self.scope.tenant) as sess:
+            return set(
+                sess.execute(
+                    scoped_select(
+                        self.readable, NoteRow.id.in_(list(note_ids)), *self.live_clause()
+                    ).with_only_columns(NoteRow.id)
+                ).scalars()
+            )
 
-    def _live_clause(self) -> tuple[Any, ...]:
+    # -- helpers shared with the write paths ---------------------------------------------------
+
+    def live_clause(self) -> tuple[Any, ...]:
         now = self._parts.clock()
         return (
             NoteRow.status == ACTIVE,
@@ -545,64 +394,46 @@ class ScopedVault:
         )
 
     def _checked(self, note: Note) -> Note:
-        if not self._readable.admits(note.tenant, note.user, list(note.readers)):
+        if not self.readable.admits(note.tenant, note.user, list(note.readers)):
             raise ScopeViolation("a note outside the caller's scopes reached the exit")
         return note
 
-    def _readable_row(self, note_id: str, include_inactive: bool = False) -> NoteRow:
-        canonical = canonical_uuid(note_id)
+    def readable_row(self, note_id: str, include_inactive: bool = False) -> NoteRow:
+        """The row of a note the caller may read; NotFound for anything else."""
+        canonical = canonical_uuid(note_id) if isinstance(note_id, str) else None
         if canonical is None:
             raise NotFound("no such memory")
         where = [NoteRow.id == canonical]
-        if not include_inactive:
-            where.extend(self._live_clause())
+        if include_inactive:
+            where.append(NoteRow.status == ACTIVE)
+        else:
+            where.extend(self.live_clause())
         with self._parts.db.session(self.scope.tenant) as sess:
-            row = sess.execute(scoped_select(self._readable, *where)).scalar_one_or_none()
+            row = sess.execute(scoped_select(self.readable, *where)).scalar_one_or_none()
         if row is None:
             raise NotFound("no such memory")
         readers = parse_member_list(row.readers)
-        if not self._readable.admits(row.tenant_id, row.user_id, readers):
+        if not self.readable.admits(row.tenant_id, row.user_id, readers):
             raise ScopeViolation("a row outside the caller's scopes passed the SQL filter")
         return row
 
-    def _writable_row(self, note_id: str, include_inactive: bool = False) -> NoteRow:
-        row = self._readable_row(note_id, include_inactive=include_inactive)
+    def writable_row(self, note_id: str, include_inactive: bool = False) -> NoteRow:
+        """The row of a note the caller may write; PermissionDenied for a reader only."""
+        row = self.readable_row(note_id, include_inactive=include_inactive)
         writers = parse_member_list(row.writers)
         if self.scope.agent not in writers and WILDCARD_READER not in writers:
             raise PermissionDenied("not a writer of this memory")
         return row
 
-    def _find_duplicate(self, storage: Scope, content_hash: str) -> Note | None:
+    def find_duplicate(self, storage: Scope, digest: str) -> Note | None:
+        """A live note of `storage` with the same keyed content hash, if any."""
         with self._parts.db.session(storage.tenant) as sess:
             row = sess.execute(
                 scoped_select(
-                    self._readable,
+                    self.readable,
                     NoteRow.agent_id == storage.agent,
-                    NoteRow.content_hash == content_hash,
-                    *self._live_clause(),
+                    NoteRow.content_hash == digest,
+                    *self.live_clause(),
                 ).limit(1)
             ).scalar_one_or_none()
-        return None if row is None else self._checked(self._vault.decrypt_row(row))
-
-    # -- links ------------------------------------------------------------------------------
-
-    def link(self, source_id: str, target_id: str) -> None:
-        """Link two notes the caller can read and write (same tenant and user by construction)."""
-        from memvault.vault.store.models import LinkRow
-
-        source = self._writable_row(source_id)
-        target = self._readable_row(target_id)
-        if source.id == target.id:
-            raise InvalidRequest("a note cannot link to itself")
-        with self._parts.db.session(self.scope.tenant) as sess:
-            exists = sess.get(LinkRow, (self.scope.tenant, source.id, target.id))
-            if exists is None:
-                sess.add(
-                    LinkRow(
-                        tenant_id=self.scope.tenant,
-                        src_id=source.id,
-                        dst_id=target.id,
-                        user_id=self.scope.user,
-                        created_at=self._parts.clock(),
-                    )
-                )
+        return None if row is None else self._checked(self.vault.decrypt_row(row))

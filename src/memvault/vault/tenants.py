@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 
 from memvault.errors import Conflict, NotFound
 from memvault.scope import validate_id
@@ -25,13 +25,25 @@ class Tenants:
         self._clock = clock
 
     def create(self, tenant: str) -> IssuedKey:
-        """Create a tenant and return its first tenant-admin key (shown once)."""
+        """Create a tenant and return its first tenant-admin key (shown once).
+
+        Tenant ids are unique regardless of case: `GLOBEX` is refused while `globex` exists
+        (a unique index on `lower(tenant_id)` settles a race between two creations).
+        """
         validate_id(tenant, "tenant_id")
-        with self._db.session(tenant) as sess:
-            if sess.get(TenantRow, tenant) is not None:
-                raise Conflict("tenant exists")
-            sess.add(TenantRow(tenant_id=tenant, created_at=self._clock(), policy_json="{}"))
+        try:
+            with self._db.session(tenant) as sess:
+                if self._same_id_exists(tenant):
+                    raise Conflict("tenant exists (tenant ids are case-insensitive)")
+                sess.add(TenantRow(tenant_id=tenant, created_at=self._clock(), policy_json="{}"))
+        except IntegrityError:
+            raise Conflict("tenant exists (tenant ids are case-insensitive)") from None
         return self._keys.issue(tenant, ADMIN_USER, ADMIN_AGENT, "tenant_admin")
+
+    def _same_id_exists(self, tenant: str) -> bool:
+        """True when a tenant whose id equals `tenant` ignoring case exists."""
+        folded = tenant.lower()
+        return any(t.lower() == folded for t in self.all())
 
     def exists(self, tenant: str) -> bool:
         with self._db.session(tenant) as sess:
@@ -42,8 +54,8 @@ class Tenants:
             raise NotFound("no such tenant")
 
     def all(self) -> list[str]:
-        with self._db.session(None) as sess:
-            return list(sess.execute(select(TenantRow.tenant_id)).scalars())
+        """Every tenant id (through the narrow tenant-listing path on PostgreSQL)."""
+        return self._db.tenant_ids()
 
     def set_policy(self, tenant: str, policy_json: str) -> None:
         with self._db.session(tenant) as sess:

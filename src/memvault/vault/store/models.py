@@ -58,6 +58,12 @@ class NoteRow(Base):
     model_id: Mapped[str] = mapped_column(String(64))
     text_ct: Mapped[bytes] = mapped_column(LargeBinary)
     attrs_ct: Mapped[bytes] = mapped_column(LargeBinary)
+    # An update in progress: the next version waits here (sealed like the live one) while its
+    # vector is written; readers keep seeing the live version until one transaction swaps them.
+    next_text_ct: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    next_attrs_ct: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    next_state: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON, ids/flags only
+    next_at: Mapped[float | None] = mapped_column(Float, nullable=True)
 
     __table_args__ = (
         Index("ix_notes_scope", "tenant_id", "user_id", "agent_id", "created_at"),
@@ -72,6 +78,13 @@ class NoteRow(Base):
             "updated_at",
             sqlite_where=text("status = 'pending'"),
             postgresql_where=text("status = 'pending'"),
+        ),
+        Index(
+            "ix_notes_next",
+            "tenant_id",
+            "next_at",
+            sqlite_where=text("next_at IS NOT NULL"),
+            postgresql_where=text("next_at IS NOT NULL"),
         ),
     )
 
@@ -152,22 +165,28 @@ class CorpusStatsRow(Base):
 class IdempotencyRow(Base):
     """One `Idempotency-Key` of one principal: the request's digest and its sealed response.
 
-    The response body is AES-GCM ciphertext under the principal's scope key (it may hold memory
-    text or a freshly issued API key); rows expire after 24 hours.
+    The response (status, headers, body) is AES-GCM ciphertext under the principal's scope key
+    (it may hold memory text or a freshly issued API key). Neither the client's key nor the
+    request digest is stored in clear: both are HMAC tags under the tenant's index key. Rows
+    expire 24 hours after `created_at` (see memvault.api.idempotency and docs/idempotency.md).
     """
 
     __tablename__ = "idempotency_keys"
 
     tenant_id: Mapped[str] = mapped_column(ID, primary_key=True)
     principal: Mapped[str] = mapped_column(String(64), primary_key=True)  # the API key id
-    idem_key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    idem_key: Mapped[str] = mapped_column(String(255), primary_key=True)  # keyed tag of the key
     user_id: Mapped[str] = mapped_column(ID)
     agent_id: Mapped[str] = mapped_column(ID)
-    request_hash: Mapped[str] = mapped_column(String(64))
+    request_hash: Mapped[str] = mapped_column(String(64))  # keyed tag of the request
     state: Mapped[str] = mapped_column(String(16))  # in_flight | done
     status_code: Mapped[int] = mapped_column(Integer, default=0)
     response_ct: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
     created_at: Mapped[float] = mapped_column(Float)
+    # The request executing the key: a per-attempt token (process instance . nonce) and its lease,
+    # renewed while it runs, so a crashed attempt can be taken over instead of blocking retries.
+    lock_owner: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    locked_until: Mapped[float | None] = mapped_column(Float, nullable=True)
 
     __table_args__ = (Index("ix_idempotency_created", "tenant_id", "created_at"),)
 

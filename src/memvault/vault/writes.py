@@ -1,0 +1,397 @@
+"""The write paths of a scoped view: add, update, delete, purge and link.
+
+Crash safety is one protocol for adds and updates, so the reconciler can finish either:
+- **add**: the row is inserted `pending` -> its vector is upserted -> the row becomes `active`.
+- **update**: the next version is staged in the row's `next_*` columns (sealed like the live one)
+  while the live version stays readable -> the vector of the next version is upserted -> one
+  transaction swaps the next version in. A failed update (refused, invalid, or an error before the
+  swap) leaves the live version exactly as it was.
+- **purge**: the row goes first, then its vector; a crash in between leaves an orphan vector,
+  which the reconciler deletes.
+
+Everything a client supplies is validated and screened before the first byte is stored.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select
+
+from memvault.errors import InvalidRequest, NotFound, PermissionDenied
+from memvault.scope import SHARED_AGENT, WILDCARD_READER
+from memvault.vault.drafts import ACTIVE, PENDING, NoteDraft, content_hash
+from memvault.vault.fields import (
+    check_note_type,
+    check_readers,
+    check_source,
+    check_text,
+    check_topics,
+    check_ttl,
+)
+from memvault.vault.ids import canonical_uuid, uuid7
+from memvault.vault.links import delete_links_of
+from memvault.vault.notes import Note
+from memvault.vault.screen_gate import Pseudonym, keyed_pseudonym
+from memvault.vault.store.models import LinkRow, NoteRow
+from memvault.vault.store.scoping import OwnedBy, member_list, scoped_delete, scoped_update
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from memvault.vault.service import ScopedVault, Vault
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A validated, screened and sealed draft: the pending row and its plaintext for indexing."""
+
+    row: NoteRow
+    text: str
+    topics: tuple[str, ...]
+
+
+# The non-secret fields an update stages in `next_state` (JSON): ids, flags and keyed hashes.
+STAGED_FIELDS = (
+    "key_version",
+    "readers",
+    "ephemeral",
+    "suspicious",
+    "redacted_types",
+    "content_hash",
+    "token_count",
+    "model_id",
+    "updated_at",
+)
+
+
+def swap_in_next(vault: Vault, sess: Session, row: NoteRow, staged_at: float) -> bool:
+    """Make the staged next version of `row` live (inside the caller's transaction).
+
+    Returns False when nothing was staged at `staged_at` any more (the row is gone or another
+    swap won). The row's corpus statistics move by the change in token count.
+    """
+    target = OwnedBy(row.tenant_id, row.user_id, row.agent_id)
+    current = sess.execute(
+        select(NoteRow.token_count, NoteRow.next_state, NoteRow.next_text_ct, NoteRow.next_attrs_ct)
+        .where(target.clause(), NoteRow.id == row.id, NoteRow.next_at == staged_at)
+        .with_for_update()
+    ).first()
+    if current is None or current.next_state is None:
+        return False
+    state = json.loads(current.next_state)
+    values = {name: state[name] for name in STAGED_FIELDS}
+    sess.execute(
+        scoped_update(
+            target,
+            NoteRow.id == row.id,
+            NoteRow.next_at == staged_at,
+            text_ct=current.next_text_ct,
+            attrs_ct=current.next_attrs_ct,
+            next_text_ct=None,
+            next_attrs_ct=None,
+            next_state=None,
+            next_at=None,
+            **values,
+        )
+    )
+    namespace = vault.namespace_of(row.tenant_id)
+    vault.parts.corpus.adjust(
+        sess, row.tenant_id, namespace, 0, int(state["token_count"]) - int(current.token_count)
+    )
+    return True
+
+
+def staged_view(row: NoteRow) -> NoteRow:
+    """A detached copy of `row` carrying its staged next version (for indexing and decrypting)."""
+    if row.next_state is None or row.next_text_ct is None or row.next_attrs_ct is None:
+        raise InvalidRequest("no staged version")
+    state = json.loads(row.next_state)
+    copy = NoteRow(**{c.key: getattr(row, c.key) for c in NoteRow.__table__.columns})
+    for name in STAGED_FIELDS:
+        setattr(copy, name, state[name])
+    copy.text_ct = row.next_text_ct
+    copy.attrs_ct = row.next_attrs_ct
+    return copy
+
+
+class NoteWriter:
+    """Adds, updates, deletes and links notes as one scoped view."""
+
+    def __init__(self, view: ScopedVault) -> None:
+        self._view = view
+        self._vault = view.vault
+        self._parts = view.vault.parts
+        self.scope = view.scope
+
+    def _pseudonym(self) -> Pseudonym:
+        return keyed_pseudonym(self._parts.keyring.index_key(self.scope.tenant).tag)
+
+    # -- add ----------------------------------------------------------------------------------
+
+    def add_many(self, drafts: Sequence[NoteDraft]) -> list[Note]:
+        """Validate and screen every draft, then store the new ones (pending -> indexed -> active).
+
+        One bad draft refuses the whole batch and stores nothing. An exact duplicate of a live
+        note in the same scope returns the existing note instead of a copy.
+        """
+        prepared = [self.prepare(d) for d in drafts]
+        results: list[Note | None] = [None] * len(prepared)
+        fresh: list[tuple[int, Prepared]] = []
+        seen: dict[str, int] = {}
+        for i, item in enumerate(prepared):
+            row = item.row
+            existing = self._view.find_duplicate(self._vault.row_scope(row), row.content_hash)
+            if existing is not None:
+                results[i] = existing
+            elif row.content_hash not in seen:
+                seen[row.content_hash] = i
+                fresh.append((i, item))
+        if fresh:
+            self._store(fresh, results)
+        for i, item in enumerate(prepared):
+            if results[i] is None:  # a duplicate inside the batch: same as its first copy
+                results[i] = results[seen[item.row.content_hash]]
+        return [r for r in results if r is not None]
+
+    def _store(self, fresh: list[tuple[int, Prepared]], results: list[Note | None]) -> None:
+        tenant, namespace = self.scope.tenant, self._view.namespace
+        self._parts.corpus.ensure(tenant, namespace)
+        with self._parts.db.session(tenant) as sess:
+            sess.add_all([item.row for _, item in fresh])
+            tokens = sum(item.row.token_count for _, item in fresh)
+            self._parts.corpus.adjust(sess, tenant, namespace, len(fresh), tokens)
+            avgdl = self._parts.corpus.avgdl(sess, tenant, namespace)
+        self._vault.fault("after_pending")
+        points = self._vault.index_points(
+            [(item.row, item.text, item.topics) for _, item in fresh], avgdl
+        )
+        self._parts.index.upsert(namespace, points)
+        self._vault.fault("after_upsert")
+        ids = [item.row.id for _, item in fresh]
+        with self._parts.db.session(tenant) as sess:
+            sess.execute(scoped_update(self._view.readable, NoteRow.id.in_(ids), status=ACTIVE))
+        for i, item in fresh:
+            item.row.status = ACTIVE
+            results[i] = self._vault.decrypt_row(item.row)
+
+    def prepare(self, draft: NoteDraft) -> Prepared:
+        """Validate, screen and encrypt one draft into a pending row (not yet stored)."""
+        check_text(draft.text)
+        kind = check_note_type(draft.note_type)
+        topics = check_topics(draft.topics, kind)
+        source = check_source(draft.source)
+        ttl_days = check_ttl(draft.ttl_days)
+        if draft.visibility not in ("private", "shared"):
+            raise InvalidRequest("visibility must be 'private' or 'shared'")
+        shared = draft.visibility == "shared"
+        private_readers = check_readers(draft.readers, self.scope.agent)  # validated either way
+        # [0] is the owner, from the authenticated key; the others came from the client.
+        self._parts.gate.screen_ids(self.scope, "readers", private_readers[1:])
+        readers = [WILDCARD_READER] if shared else private_readers
+        screened = self._parts.gate.screen_note(
+            self.scope,
+            text=draft.text,
+            source=source,
+            topics=topics,
+            shared=shared,
+            pseudonym=self._pseudonym(),
+        )
+        storage = self.scope.shared if shared else self.scope
+        index_key = self._parts.keyring.index_key(self.scope.tenant)
+        now = self._parts.clock()
+        note_id = uuid7()
+        attrs: dict[str, Any] = {"topics": list(screened.topics), "source": screened.source}
+        key_version, text_ct, attrs_ct = self._vault.codec.seal(
+            storage, note_id, screened.text, attrs
+        )
+        encoder = self._vault.sparse_encoder(self.scope.tenant)
+        row = NoteRow(
+            tenant_id=storage.tenant,
+            id=note_id,
+            user_id=storage.user,
+            agent_id=storage.agent,
+            owner=self.scope.agent,
+            readers=member_list(readers),
+            writers=member_list([self.scope.agent]),
+            visibility=draft.visibility,
+            note_type=kind,
+            status=PENDING,
+            is_active=1,
+            ephemeral=int("ephemeral" in screened.flags),
+            suspicious=int("suspicious" in screened.flags),
+            redacted_types=",".join(screened.redacted_types)[:128],
+            created_at=now,
+            updated_at=now,
+            retrieval_count=0,
+            last_accessed=now,
+            expires_at=now + ttl_days * 86_400 if ttl_days else None,
+            content_hash=content_hash(index_key.tag, storage, screened.text),
+            token_count=len(encoder.tokens(screened.text)),
+            key_version=key_version,
+            model_id=self._parts.embedder.model_id,
+            text_ct=text_ct,
+            attrs_ct=attrs_ct,
+            conflict=0,
+            low_quality=0,
+        )
+        return Prepared(row, screened.text, screened.topics)
+
+    # -- update -------------------------------------------------------------------------------
+
+    def update(
+        self,
+        note_id: str,
+        *,
+        text: str | None = None,
+        topics: Sequence[str] | None = None,
+        readers: Sequence[str] | None = None,
+        source: str | None = None,
+    ) -> Note:
+        """Change a note you may write; readers can be changed by the owner only.
+
+        Validation and screening happen before anything is written; the live version stays
+        readable until the next version's vector is in the index and one transaction swaps it in.
+        """
+        if text is not None:
+            check_text(text)
+        checked_source = check_source(source)
+        with self._vault.note_lock(note_id):
+            row = self._view.writable_row(note_id)
+            new_topics = check_topics(topics, row.note_type) if topics is not None else None
+            new_readers: list[str] | None = None
+            if readers is not None:
+                if row.owner != self.scope.agent or row.visibility == "shared":
+                    raise PermissionDenied("only the owner of a private note changes its readers")
+                new_readers = check_readers(readers, row.owner)
+                self._parts.gate.screen_ids(self.scope, "readers", new_readers[1:])
+            screened = self._parts.gate.screen_note(
+                self.scope,
+                text=text,
+                source=checked_source,
+                topics=new_topics,
+                shared=row.agent_id == SHARED_AGENT,
+                pseudonym=self._pseudonym(),
+            )
+            current = self._vault.decrypt_row(row)
+            return self._stage_and_swap(row, current, text, screened, new_topics, new_readers)
+
+    def _stage_and_swap(
+        self,
+        row: NoteRow,
+        current: Note,
+        text: str | None,
+        screened: Any,
+        new_topics: tuple[str, ...] | None,
+        new_readers: list[str] | None,
+    ) -> Note:
+        storage = self._vault.row_scope(row)
+        new_text = screened.text if text is not None else current.text
+        topics = screened.topics if new_topics is not None else current.topics
+        source = screened.source if screened.source is not None else current.source
+        redacted = (
+            list(screened.redacted_types)
+            if text is not None
+            else [*current.redacted, *screened.redacted_types]
+        )
+        flags = screened.flags if text is not None else frozenset(current.flags)
+        attrs = {"topics": list(topics), "source": source}
+        key_version, text_ct, attrs_ct = self._vault.codec.seal(storage, row.id, new_text, attrs)
+        index_key = self._parts.keyring.index_key(storage.tenant)
+        now = self._parts.clock()
+        state = {
+            "key_version": key_version,
+            "readers": member_list(new_readers) if new_readers is not None else row.readers,
+            "ephemeral": int("ephemeral" in flags),
+            "suspicious": int("suspicious" in flags),
+            "redacted_types": ",".join(dict.fromkeys(redacted))[:128],
+            "content_hash": content_hash(index_key.tag, storage, new_text),
+            "token_count": len(self._vault.sparse_encoder(storage.tenant).tokens(new_text)),
+            "model_id": self._parts.embedder.model_id,
+            "updated_at": now,
+        }
+        namespace = self._view.namespace
+        with self._parts.db.session(storage.tenant) as sess:
+            staged = sess.execute(
+                scoped_update(
+                    self._view.readable,
+                    NoteRow.id == row.id,
+                    NoteRow.status == ACTIVE,
+                    next_text_ct=text_ct,
+                    next_attrs_ct=attrs_ct,
+                    next_state=json.dumps(state, sort_keys=True),
+                    next_at=now,
+                )
+            )
+            if staged.rowcount == 0:  # type: ignore[attr-defined]
+                raise NotFound("no such memory")
+            avgdl = self._parts.corpus.avgdl(sess, storage.tenant, namespace)
+        self._vault.fault("after_stage")
+        row.next_text_ct, row.next_attrs_ct = text_ct, attrs_ct
+        row.next_state, row.next_at = json.dumps(state, sort_keys=True), now
+        nxt = staged_view(row)
+        self._parts.index.upsert(namespace, [self._vault.index_point(nxt, new_text, topics, avgdl)])
+        self._vault.fault("after_upsert")
+        with self._parts.db.session(storage.tenant) as sess:
+            swapped = swap_in_next(self._vault, sess, row, now)
+        if not swapped:  # purged while we wrote: the vector must not outlive its row
+            self._parts.index.delete(namespace, [row.id])
+            raise NotFound("no such memory")
+        nxt.next_text_ct = nxt.next_attrs_ct = nxt.next_state = None
+        nxt.next_at = None
+        return self._vault.decrypt_row(nxt)
+
+    # -- delete and purge ----------------------------------------------------------------------
+
+    def delete(self, note_id: str, *, purge: bool = False) -> None:
+        """Soft delete (hidden from search and reads), or purge the row and then the vector."""
+        with self._vault.note_lock(note_id):
+            row = self._view.writable_row(note_id, include_inactive=purge)
+            if purge:
+                self.purge(row)
+                return
+            with self._parts.db.session(row.tenant_id) as sess:
+                sess.execute(
+                    scoped_update(
+                        self._view.readable,
+                        NoteRow.id == row.id,
+                        is_active=0,
+                        updated_at=self._parts.clock(),
+                    )
+                )
+            self._parts.index.set_payload(self._view.namespace, [row.id], {"is_active": 0})
+
+    def purge(self, row: NoteRow) -> None:
+        """Delete the row, its links and statistics, then its vector (orphans are reconciled)."""
+        namespace = self._view.namespace
+        with self._parts.db.session(row.tenant_id) as sess:
+            delete_links_of(sess, row.tenant_id, [row.id])
+            gone = sess.execute(scoped_delete(self._view.readable, NoteRow.id == row.id))
+            if gone.rowcount:  # type: ignore[attr-defined]
+                self._parts.corpus.adjust(sess, row.tenant_id, namespace, -1, -row.token_count)
+        self._parts.index.delete(namespace, [row.id])
+
+    # -- links ----------------------------------------------------------------------------------
+
+    def link(self, source_id: str, target_id: str) -> None:
+        """Link a note the caller may write to another it may read (same tenant and user)."""
+        if canonical_uuid(target_id) is None:
+            raise NotFound("no such memory")
+        source = self._view.writable_row(source_id)
+        target = self._view.readable_row(target_id)
+        if source.id == target.id:
+            raise InvalidRequest("a note cannot link to itself")
+        with self._parts.db.session(self.scope.tenant) as sess:
+            if sess.get(LinkRow, (self.scope.tenant, source.id, target.id)) is None:
+                sess.add(
+                    LinkRow(
+                        tenant_id=self.scope.tenant,
+                        src_id=source.id,
+                        dst_id=target.id,
+                        user_id=self.scope.user,
+                        created_at=self._parts.clock(),
+                    )
+                )
