@@ -74,6 +74,23 @@ def _content_length(scope: Scope) -> int | None:
     return None
 
 
+def replay_body(body: bytes, receive: Receive) -> Receive:
+    """A `receive` that gives the buffered `body` as one message, then defers to `receive`.
+
+    For a middleware that read the whole request body before passing the request on.
+    """
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
 async def _send_error(send: Send, status: int, code: str, message: str, **headers: str) -> None:
     body = json.dumps(error_body(code, message), separators=(",", ":")).encode()
     raw = [
@@ -219,16 +236,7 @@ class RequestGuard:
                 send, 400, "body_too_deep", f"JSON body nests deeper than {MAX_JSON_DEPTH} levels"
             )
             return None
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        return replay
+        return replay_body(body, receive)
 
 
 def install_guard(app: FastAPI, observe: Observer | None = None) -> None:
