@@ -14,39 +14,27 @@ Errors name the operation, never the engine's message: it carries filesystem pat
 
 Thread safety: the API calls us from a thread pool. One lock guards the table of open shards, one
 lock per shard serializes the calls on that shard. Lock order is always table, then shard.
+
+The folder layout lives in `_edge_layout`, the table of open shards in `_edge_shards`; this
+module holds the `VectorIndex` methods and the translation of filters, ids, vectors and hits.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
-import logging
 import os
-import shutil
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from qdrant_edge import (
     CountRequest,
-    Distance,
-    EdgeConfig,
     EdgeShard,
-    EdgeSparseVectorParams,
-    EdgeVectorParams,
     FieldCondition,
     Filter,
     Fusion,
     HasIdCondition,
-    IntegerIndexParams,
-    KeywordIndexParams,
     MatchAny,
     MatchValue,
-    Modifier,
     Point,
     Prefetch,
     Query,
@@ -60,10 +48,15 @@ from qdrant_edge import SparseVector as EdgeSparseVector
 if TYPE_CHECKING:
     from qdrant_edge import PointId, Record
 
-from memvault.errors import IndexError_, InvalidRequest, VaultError
+from memvault.errors import InvalidRequest
+from memvault.vault.index._edge_layout import (
+    list_namespaces,
+    migrate_legacy_folders,
+    shard_folder_name,
+)
+from memvault.vault.index._edge_shards import ShardTable, index_error
 from memvault.vault.index.base import (
     DENSE,
-    NAMESPACE_PATTERN,
     RRF_K,
     SPARSE,
     Hit,
@@ -75,95 +68,9 @@ from memvault.vault.index.base import (
     validate_namespace,
 )
 
-log = logging.getLogger(__name__)
+__all__ = ["EdgeIndex", "edge_filter", "shard_folder_name"]
 
-T = TypeVar("T")
-
-_CONFIG_FILE = "edge_config.json"
-_RECORD_FILE = "namespace.json"
-_RECORD_FORMAT = 1
-_FOLDER_PREFIX = "ns-"
 _SCROLL_PAGE = 1000
-
-
-def shard_folder_name(namespace: str) -> str:
-    """The shard folder's name: `ns-` + the first 32 hex digits of SHA-256(namespace, UTF-8)."""
-    validate_namespace(namespace)
-    return _FOLDER_PREFIX + hashlib.sha256(namespace.encode("utf-8")).hexdigest()[:32]
-
-
-def _looks_like_folder_id(name: str) -> bool:
-    hexpart = name[len(_FOLDER_PREFIX) :]
-    return (
-        name.startswith(_FOLDER_PREFIX)
-        and len(hexpart) == 32
-        and all(c in "0123456789abcdef" for c in hexpart)
-    )
-
-
-def _read_record(folder: Path) -> str | None:
-    """The namespace recorded in `folder`, or None when there is no valid record."""
-    try:
-        record = json.loads((folder / _RECORD_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    namespace = record.get("namespace") if isinstance(record, dict) else None
-    if not isinstance(namespace, str) or not NAMESPACE_PATTERN.fullmatch(namespace):
-        return None
-    return namespace
-
-
-def _write_record(folder: Path, namespace: str) -> None:
-    """Write `namespace.json` atomically (0600, fsynced, then renamed into place)."""
-    data = json.dumps({"namespace": namespace, "format": _RECORD_FORMAT}).encode("utf-8")
-    tmp = folder / f".{_RECORD_FILE}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, folder / _RECORD_FILE)
-    _fsync_dir(folder)
-
-
-def _fsync_dir(directory: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def _engine_reason(exc: BaseException) -> str:
-    """A fixed description of a known engine failure (its own message holds paths), or ''."""
-    text = str(exc)
-    if "WouldBlock" in text:
-        return "the shard is locked by another process"
-    if "incompatible" in text:
-        return "the shard was created with another vector configuration"
-    return ""
-
-
-def _index_error(action: str, exc: BaseException) -> IndexError_:
-    """`IndexError_` naming the operation; the engine's message is logged at DEBUG only."""
-    reason = _engine_reason(exc)
-    log.warning("edge index %s failed: %s %s", action, type(exc).__name__, reason)
-    log.debug("edge index %s failed", action, exc_info=exc)
-    return IndexError_(f"vector index {action} failed" + (f": {reason}" if reason else ""))
-
-
-def _payload_indexes() -> dict[str, Any]:
-    """Payload fields the shard indexes, and how. `user_id` is the tenant key inside a shard."""
-    return {
-        "user_id": KeywordIndexParams(is_tenant=True),
-        "agent_id": KeywordIndexParams(),
-        "readers": KeywordIndexParams(),
-        "note_type": KeywordIndexParams(),
-        "topic_tags": KeywordIndexParams(),
-        "is_active": IntegerIndexParams(lookup=True, range=False),
-    }
 
 
 def edge_filter(where: PointFilter) -> Filter | None:
@@ -197,23 +104,16 @@ def _point_ids(ids: Sequence[str]) -> list[PointId]:
     return [canonical_point_id(i) for i in ids]
 
 
+def _edge_sparse(vector: SparseVector) -> EdgeSparseVector:
+    """The binding's sparse vector, with plain `int` indices and `float` values."""
+    return EdgeSparseVector(
+        indices=[int(i) for i in vector.indices], values=[float(v) for v in vector.values]
+    )
+
+
 def _hit(point: ScoredPoint) -> Hit:
+    """A `Hit` from an engine result: string id, float score, a copy of the payload."""
     return Hit(id=str(point.id), score=float(point.score), payload=dict(point.payload or {}))
-
-
-@dataclass(slots=True)
-class _OpenShard:
-    shard: EdgeShard
-    lock: threading.Lock
-    closed: bool = False
-
-    def shut(self) -> None:
-        """Flush and close; the caller holds `lock`."""
-        self.closed = True
-        try:
-            self.shard.flush()
-        finally:
-            self.shard.close()
 
 
 class EdgeIndex:
@@ -239,142 +139,27 @@ class EdgeIndex:
             raise InvalidRequest("max_open must be at least 1")
         self.root = Path(root)
         self.dense_dim = dense_dim
-        self.max_open = max_open
         self.flush_every_write = flush_every_write
+        self._shards = ShardTable(self.root, dense_dim, max_open)
         try:
             self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
             os.chmod(self.root, 0o700)
-            self._migrate_legacy_folders()
+            migrate_legacy_folders(self.root)
         except OSError as exc:
-            raise _index_error("open", exc) from None
-        self._table: OrderedDict[str, _OpenShard] = OrderedDict()
-        self._table_lock = threading.Lock()
+            raise index_error("open", exc) from None
 
-    def _migrate_legacy_folders(self) -> None:
-        """Rename folders named by their raw namespace to their folder id, recording the name.
+    @property
+    def max_open(self) -> int:
+        """The most shards open at once; a lower value takes effect at the next shard open."""
+        return self._shards.max_open
 
-        The record is written first, then the folder renamed, so a crash in between is finished
-        by the next open. A folder whose target already exists is left alone and logged.
-        """
-        for folder in sorted(self.root.iterdir()):
-            if not folder.is_dir() or folder.name.startswith("."):
-                continue
-            namespace = _read_record(folder)
-            if namespace is None:
-                if not (folder / _CONFIG_FILE).is_file():
-                    continue  # not a shard (or a shard not created yet)
-                if _looks_like_folder_id(folder.name) or not NAMESPACE_PATTERN.fullmatch(
-                    folder.name
-                ):
-                    log.warning("edge shard folder without a namespace record left alone")
-                    continue
-                namespace = folder.name
-                _write_record(folder, namespace)
-            target = self.root / shard_folder_name(namespace)
-            if folder == target:
-                continue
-            if target.exists():
-                log.warning("edge shard folder not migrated: its folder id is taken")
-                continue
-            os.rename(folder, target)
-            _fsync_dir(self.root)
-            log.info("edge shard folder renamed to its folder id %s", target.name)
-
-    # -- shard table -------------------------------------------------------------------------
-
-    def _config(self) -> EdgeConfig:
-        return EdgeConfig(
-            vectors={DENSE: EdgeVectorParams(size=self.dense_dim, distance=Distance.Cosine)},
-            sparse_vectors={SPARSE: EdgeSparseVectorParams(modifier=Modifier.Idf)},
-            max_search_threads=1,
-            wal_enabled=True,
-        )
-
-    def _path(self, namespace: str) -> Path:
-        return self.root / shard_folder_name(namespace)
+    @max_open.setter
+    def max_open(self, value: int) -> None:
+        self._shards.max_open = value
 
     def shard_path(self, namespace: str) -> Path:
         """The folder of `namespace`'s shard (it may not exist): for operations and tests."""
-        return self._path(namespace)
-
-    def _on_disk(self, namespace: str) -> bool:
-        return (self._path(namespace) / _CONFIG_FILE).is_file()
-
-    def _open(self, namespace: str) -> EdgeShard:
-        folder = self._path(namespace)
-        # Passing the config on load makes the engine refuse a shard of another dimension.
-        if self._on_disk(namespace):
-            shard = EdgeShard.load(str(folder), self._config())
-        else:
-            # The record goes in before the shard, so every shard folder names its namespace.
-            folder.mkdir(mode=0o700, exist_ok=True)
-            _write_record(folder, namespace)
-            shard = EdgeShard.create(str(folder), self._config())
-        # Also on load: a crash between create and the index calls leaves them missing.
-        present = shard.info().payload_schema
-        for field, params in _payload_indexes().items():
-            if field not in present:
-                shard.update(UpdateOperation.create_field_index(field, params))
-        return shard
-
-    def _acquire(self, namespace: str, create: bool) -> _OpenShard | None:
-        with self._table_lock:
-            handle = self._table.get(namespace)
-            if handle is not None:
-                self._table.move_to_end(namespace)
-                return handle
-            if not create and not self._on_disk(namespace):
-                return None
-            try:
-                shard = self._open(namespace)
-            except Exception as exc:
-                raise _index_error("open", exc) from None
-            handle = _OpenShard(shard=shard, lock=threading.Lock())
-            self._table[namespace] = handle
-            self._evict_beyond_limit()
-            return handle
-
-    def _evict_beyond_limit(self) -> None:
-        """Close least recently used shards; the caller holds the table lock.
-
-        Closing under the table lock means a namespace is never reopened while its old handle
-        still holds the WAL lock.
-        """
-        while len(self._table) > self.max_open:
-            _, oldest = self._table.popitem(last=False)
-            with oldest.lock:
-                try:
-                    oldest.shut()
-                except Exception as exc:
-                    log.warning("closing an evicted edge shard failed: %s", type(exc).__name__)
-
-    def _run(
-        self,
-        namespace: str,
-        op: Callable[[EdgeShard], T],
-        *,
-        create: bool,
-        missing: T,
-        action: str,
-    ) -> T:
-        """Run `op` on the namespace's shard under its lock; `missing` if it does not exist.
-
-        `action` names the operation in the error raised if the engine fails.
-        """
-        validate_namespace(namespace)
-        while True:
-            handle = self._acquire(namespace, create)
-            if handle is None:
-                return missing
-            with handle.lock:
-                if handle.closed:  # evicted between acquire and lock: open it again
-                    continue
-                try:
-                    return op(handle.shard)
-                except VaultError:
-                    raise
-                except Exception as exc:
-                    raise _index_error(action, exc) from None
+        return self._shards.path(namespace)
 
     # -- VectorIndex -------------------------------------------------------------------------
 
@@ -403,7 +188,7 @@ class EdgeIndex:
             if self.flush_every_write:
                 shard.flush()
 
-        self._run(namespace, op, create=True, missing=None, action="upsert")
+        self._shards.run(namespace, op, create=True, missing=None, action="upsert")
 
     def set_payload(self, namespace: str, ids: Sequence[str], payload: dict[str, Any]) -> None:
         """Merge `payload` into each existing point's payload; unknown ids are skipped."""
@@ -418,14 +203,14 @@ class EdgeIndex:
             if existing:
                 shard.update(UpdateOperation.set_payload(existing, values))
 
-        self._run(namespace, op, create=False, missing=None, action="payload update")
+        self._shards.run(namespace, op, create=False, missing=None, action="payload update")
 
     def delete(self, namespace: str, ids: Sequence[str]) -> None:
         """Delete points by id; unknown ids and namespaces are ignored."""
         wanted = _point_ids(ids)
         if not wanted:
             return
-        self._run(
+        self._shards.run(
             namespace,
             lambda shard: shard.update(UpdateOperation.delete_points(wanted)),
             create=False,
@@ -436,7 +221,7 @@ class EdgeIndex:
     def delete_where(self, namespace: str, where: PointFilter) -> None:
         """Delete every point matching `where` (all points for an empty filter)."""
         flt = edge_filter(where) or Filter()
-        self._run(
+        self._shards.run(
             namespace,
             lambda shard: shard.update(UpdateOperation.delete_points_by_filter(flt)),
             create=False,
@@ -446,18 +231,7 @@ class EdgeIndex:
 
     def drop_namespace(self, namespace: str) -> None:
         """Close the namespace's shard and delete its folder. Unknown namespaces are ignored."""
-        validate_namespace(namespace)
-        with self._table_lock:
-            handle = self._table.pop(namespace, None)
-            if handle is not None:
-                with handle.lock:
-                    handle.shut()
-            path = self._path(namespace)
-            try:
-                if path.exists():
-                    shutil.rmtree(path)
-            except OSError as exc:
-                raise _index_error("namespace drop", exc) from None
+        self._shards.drop(namespace)
 
     def search_dense(
         self, namespace: str, vector: Sequence[float], where: PointFilter, limit: int
@@ -526,7 +300,7 @@ class EdgeIndex:
             validate_namespace(namespace)
             return []
         none: list[ScoredPoint] = []
-        points = self._run(
+        points = self._shards.run(
             namespace,
             lambda shard: shard.query(request),
             create=False,
@@ -542,7 +316,7 @@ class EdgeIndex:
             return []
         point_ids: list[PointId] = list(wanted)
         none: list[Record] = []
-        records = self._run(
+        records = self._shards.run(
             namespace,
             lambda shard: shard.retrieve(point_ids, True, False),
             create=False,
@@ -567,60 +341,27 @@ class EdgeIndex:
                 if offset is None:
                     return ids
 
-        return self._run(namespace, op, create=False, missing=[], action="scroll")
+        return self._shards.run(namespace, op, create=False, missing=[], action="scroll")
 
     def count(self, namespace: str, where: PointFilter) -> int:
         """Exact count of points matching `where`; 0 for an unknown namespace."""
         request = CountRequest(exact=True, filter=edge_filter(where))
-        return self._run(
+        return self._shards.run(
             namespace, lambda shard: shard.count(request), create=False, missing=0, action="count"
         )
 
     def namespaces(self) -> list[str]:
         """Namespaces with a shard folder under `root`, open or not, read from their records."""
-        found = []
-        for folder in self.root.iterdir():
-            if not (folder / _CONFIG_FILE).is_file():
-                continue
-            namespace = _read_record(folder)
-            if namespace is not None and folder.name == shard_folder_name(namespace):
-                found.append(namespace)
-        return sorted(found)
+        return list_namespaces(self.root)
 
     def open_namespaces(self) -> list[str]:
         """Namespaces whose shard is open now, least recently used first (for ops and tests)."""
-        with self._table_lock:
-            return list(self._table)
+        return self._shards.open_names()
 
     def flush(self) -> None:
         """Flush every open shard's pending writes to its segments."""
-        with self._table_lock:
-            handles = list(self._table.values())
-        for handle in handles:
-            with handle.lock:
-                if not handle.closed:
-                    try:
-                        handle.shard.flush()
-                    except Exception as exc:
-                        raise _index_error("flush", exc) from None
+        self._shards.flush()
 
     def close(self) -> None:
         """Flush and close every open shard. Later calls reopen shards lazily."""
-        with self._table_lock:
-            failures = 0
-            while self._table:
-                _, handle = self._table.popitem(last=False)
-                with handle.lock:
-                    try:
-                        handle.shut()
-                    except Exception as exc:
-                        failures += 1
-                        log.warning("closing an edge shard failed: %s", type(exc).__name__)
-            if failures:
-                raise IndexError_(f"{failures} edge shard(s) failed to close")
-
-
-def _edge_sparse(vector: SparseVector) -> EdgeSparseVector:
-    return EdgeSparseVector(
-        indices=[int(i) for i in vector.indices], values=[float(v) for v in vector.values]
-    )
+        self._shards.close()
