@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -14,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from memvault.cli import app
+from tests.serving import free_port, stop
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -76,12 +75,6 @@ def test_demo_walks_through_isolation_and_erase(tmp_path: Path) -> None:
     assert "Zq8vT2mW9xLp" not in out
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _curl(method: str, url: str, key: str, body: dict | None = None) -> dict:
     cmd = ["curl", "-sS", "-X", method, url, "-H", f"Authorization: Bearer {key}"]
     if body is not None:
@@ -92,7 +85,7 @@ def _curl(method: str, url: str, key: str, body: dict | None = None) -> dict:
 
 @pytest.mark.slow
 def test_make_serve_then_curl_add_and_search(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     data = tmp_path / "served"
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMVAULT_")}
     proc = subprocess.Popen(
@@ -139,8 +132,4 @@ def test_make_serve_then_curl_add_and_search(tmp_path: Path) -> None:
         assert found["results"][0]["id"] == added["id"]
         assert found["results"][0]["text"] == "Alice takes her coffee with oat milk"
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+        stop(proc)

@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -21,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.serving import clean_env, free_port, start_serve, stop, wait_healthy
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -37,14 +37,8 @@ class Served:
         return f"http://127.0.0.1:{self.port}"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("MEMVAULT_")}
+    return clean_env()
 
 
 def _memvault(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -69,57 +63,23 @@ def _http(method: str, url: str, key: str, body: dict | None = None) -> tuple[in
         return err.code, json.loads(err.read() or b"{}")
 
 
-def _healthy(base: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{base}/healthz", timeout=5) as response:
-            return response.status == 200
-    except OSError:
-        return False
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     data = tmp_path_factory.mktemp("served") / "private-data"
-    port = _free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "memvault.cli",
-            "serve",
-            "--port",
-            str(port),
-            "--data-dir",
-            str(data),
-        ],
-        env=_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
+    port = free_port()
+    proc = start_serve(data, port, _env(), capture=True)
     server = Served(proc, port, data)
     try:
-        deadline = time.monotonic() + 180
-        while not _healthy(server.base):
-            if proc.poll() is not None:
-                pytest.fail("memvault serve exited: " + (proc.stdout.read() if proc.stdout else ""))
-            if time.monotonic() > deadline:
-                pytest.fail("memvault serve did not answer /healthz within 180 s")
-            time.sleep(0.5)
+        wait_healthy(server.base, proc)
         yield server
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+        stop(proc)
 
 
 def test_second_process_on_a_served_data_dir_exits_at_once(served: Served) -> None:
     data = str(served.data)
     commands = [
-        ["serve", "--port", str(_free_port()), "--data-dir", data],
+        ["serve", "--port", str(free_port()), "--data-dir", data],
         ["reconcile", "--data-dir", data],
         ["operator", "create-tenant", "acme", "--data-dir", data],
         ["keys", "issue", "--tenant", "acme", "--user", "u", "--agent", "a", "--data-dir", data],

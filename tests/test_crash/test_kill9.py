@@ -12,11 +12,8 @@ from __future__ import annotations
 import os
 import random
 import signal
-import socket
 import sqlite3
 import string
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -28,49 +25,11 @@ import httpx
 import pytest
 from sqlalchemy import select
 
+from tests.serving import clean_env, free_port, start_serve, stop, wait_healthy
+
 OPERATOR_KEY = "mvop_kill9-operator-key-0123456789"
 THREADS = 3
 TRAFFIC_SECONDS = 4.0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _serve(data: Path, port: int) -> subprocess.Popen[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMVAULT_")}
-    env["MEMVAULT_OPERATOR_KEY"] = OPERATOR_KEY
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "memvault.cli",
-            "serve",
-            "--port",
-            str(port),
-            "--data-dir",
-            str(data),
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-
-
-def _wait_ready(base: str, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "memvault serve exited"
-        try:
-            if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    pytest.fail("memvault serve did not become ready within 180 s")
 
 
 @dataclass
@@ -85,12 +44,12 @@ class Ledger:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def _traffic(base: str, key: str, worker: int, stop: threading.Event, ledger: Ledger) -> None:
+def _traffic(base: str, key: str, worker: int, halt: threading.Event, ledger: Ledger) -> None:
     headers = {"Authorization": f"Bearer {key}"}
     mine: list[str] = []
     n = 0
     with httpx.Client(base_url=base, headers=headers, timeout=30) as client:
-        while not stop.is_set():
+        while not halt.is_set():
             n += 1
             tag = "".join(random.choices(string.ascii_lowercase, k=12))  # no digit runs (PII)
             text = f"Worker {worker} fact {n}: parcel {tag} arrives on dock {n}"
@@ -148,14 +107,6 @@ def _admin(base: str) -> str:
     return str(r.json()["api_key"])
 
 
-def _stop(proc: subprocess.Popen[bytes], sig: int) -> None:
-    try:
-        os.killpg(proc.pid, sig)
-    except ProcessLookupError:
-        return
-    proc.wait(timeout=60)
-
-
 def _check_note(client: httpx.Client, note_id: str, allowed: set[str | None]) -> None:
     r = client.get(f"/v1/memories/{note_id}")
     if r.status_code == 404:
@@ -173,16 +124,17 @@ def _check_note(client: httpx.Client, note_id: str, allowed: set[str | None]) ->
 @pytest.mark.slow
 def test_kill9_under_traffic_then_restart_repairs_everything(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
-    proc = _serve(data, port)
+    env = clean_env(MEMVAULT_OPERATOR_KEY=OPERATOR_KEY)
+    proc = start_serve(data, port, env)
     try:
-        _wait_ready(base, proc)
+        wait_healthy(base, proc)
         key = _admin(base)
         ledger = Ledger()
-        stop = threading.Event()
+        halt = threading.Event()
         threads = [
-            threading.Thread(target=_traffic, args=(base, key, w, stop, ledger), daemon=True)
+            threading.Thread(target=_traffic, args=(base, key, w, halt, ledger), daemon=True)
             for w in range(THREADS)
         ]
         for t in threads:
@@ -190,13 +142,13 @@ def test_kill9_under_traffic_then_restart_repairs_everything(tmp_path: Path) -> 
         time.sleep(TRAFFIC_SECONDS)
         os.killpg(proc.pid, signal.SIGKILL)  # mid-flight, no warning
         proc.wait(timeout=30)
-        stop.set()
+        halt.set()
         for t in threads:
             t.join(timeout=60)
         assert len(ledger.acked) >= 6, "too little traffic was acknowledged to prove anything"
 
-        proc = _serve(data, port)  # a plain restart: no reconcile by hand
-        _wait_ready(base, proc)
+        proc = start_serve(data, port, env)  # a plain restart: no reconcile by hand
+        wait_healthy(base, proc)
         with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}) as client:
             for note_id, text in ledger.acked.items():
                 _check_note(client, note_id, ledger.maybe.get(note_id, {text}))
@@ -219,7 +171,7 @@ def test_kill9_under_traffic_then_restart_repairs_everything(tmp_path: Path) -> 
                 assert [h["text"] for h in hits].count(text) == 1
         _assert_nothing_pending(data / "memvault.db")
     finally:
-        _stop(proc, signal.SIGTERM)
+        stop(proc)
     _assert_no_orphan_vectors(data)
 
 

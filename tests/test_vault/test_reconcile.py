@@ -9,18 +9,7 @@ from memvault.vault.index.base import IndexPoint, PointFilter
 from memvault.vault.service import PENDING
 from memvault.vault.store.models import NoteRow
 from tests.conftest import ServicesFactory
-
-
-class Crash(Exception):
-    pass
-
-
-def _crash_at(step: str):  # type: ignore[no-untyped-def]
-    def fault(current: str) -> None:
-        if current == step:
-            raise Crash(step)
-
-    return fault
+from tests.faults import Crash, crash_at
 
 
 def _rows(services, status: str | None = None) -> list[NoteRow]:  # type: ignore[no-untyped-def]
@@ -38,7 +27,7 @@ def test_reconciler_completes_a_write_interrupted_between_steps(
     services = make_services(backend)
     services.tenants.create("t1")
     vault = services.vault.scoped(Scope("t1", "u1", "a1"))
-    services.vault.fault = _crash_at(step)
+    services.vault.fault = crash_at(step)
     with pytest.raises(Crash):
         vault.add("The user's flight to Lisbon leaves at seven")
     services.vault.fault = lambda _s: None
@@ -57,7 +46,7 @@ def test_reconciler_leaves_young_pending_rows_alone(make_services: ServicesFacto
     services = make_services("sqlite")
     services.tenants.create("t1")
     vault = services.vault.scoped(Scope("t1", "u1", "a1"))
-    services.vault.fault = _crash_at("after_pending")
+    services.vault.fault = crash_at("after_pending")
     with pytest.raises(Crash):
         vault.add("The user's flight to Lisbon leaves at seven")
     report = services.reconciler.run(grace_seconds=3600)
@@ -71,7 +60,7 @@ def test_reconciler_removes_pending_rows_whose_keys_are_gone(
     services = make_services("sqlite")
     services.tenants.create("t1")
     vault = services.vault.scoped(Scope("t1", "u1", "a1"))
-    services.vault.fault = _crash_at("after_upsert")
+    services.vault.fault = crash_at("after_upsert")
     with pytest.raises(Crash):
         vault.add("The user's flight to Lisbon leaves at seven")
     services.keyring.shred("t1", "u1", "a1")

@@ -13,20 +13,9 @@ from memvault.vault.index.base import PointFilter
 from memvault.vault.service import ACTIVE
 from memvault.vault.store.models import NoteRow
 from tests.conftest import ServicesFactory
+from tests.faults import Crash, crash_at
 
 SCOPE = Scope("t1", "u1", "a1")
-
-
-class Crash(Exception):
-    pass
-
-
-def _crash_at(step: str):  # type: ignore[no-untyped-def]
-    def fault(current: str) -> None:
-        if current == step:
-            raise Crash(step)
-
-    return fault
 
 
 def _row(services, note_id: str) -> NoteRow:  # type: ignore[no-untyped-def]
@@ -75,7 +64,7 @@ def test_a_crashed_update_keeps_the_old_version_until_the_reconciler_finishes_it
     services.tenants.create("t1")
     vault = services.vault.scoped(SCOPE)
     note = vault.add("The team meeting moved to Tuesday morning")
-    services.vault.fault = _crash_at(step)
+    services.vault.fault = crash_at(step)
     with pytest.raises(Crash):
         vault.update(note.id, text="The team meeting moved to Thursday afternoon")
     services.vault.fault = lambda _s: None
@@ -102,10 +91,10 @@ def test_one_bad_row_is_skipped_and_logged_by_id_and_the_rest_repaired(
     good = services.vault.scoped(SCOPE)
     other = services.vault.scoped(Scope("t0", "u1", "a1"))
     first = other.add("Bob prefers window seats on long flights")
-    services.vault.fault = _crash_at("after_stage")
+    services.vault.fault = crash_at("after_stage")
     with pytest.raises(Crash):
         other.update(first.id, text="Bob prefers aisle seats on long flights")
-    services.vault.fault = _crash_at("after_pending")
+    services.vault.fault = crash_at("after_pending")
     with pytest.raises(Crash):
         good.add("The user's flight to Lisbon leaves at seven")
     services.vault.fault = lambda _s: None

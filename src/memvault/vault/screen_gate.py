@@ -28,7 +28,7 @@ from memvault.vault.store.database import Database
 from memvault.vault.store.models import RefusalRow, TenantRow
 
 if TYPE_CHECKING:
-    from memvault.screening import Screen, ScreenPolicy
+    from memvault.screening import Screen, ScreenPolicy, ScreenResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,10 +95,7 @@ class ScreenGate:
         if self._screen is None:
             return Screened(text)
         result = self._screen.check(text, policy=policy, shared=shared, pseudonym=pseudonym)
-        if result.refusal_code is not None:
-            detector = result.detector or result.refusal_code
-            self._record_refusal(scope, result.refusal_code, detector)
-            raise ScreenRefused(result.refusal_code, detector)
+        self._raise_if_refused(scope, result)
         return Screened(result.text, frozenset(result.flags), tuple(result.redacted_types))
 
     def screen_field(
@@ -118,10 +115,7 @@ class ScreenGate:
         if self._screen is None:
             return Screened(value)
         result = self._screen.check_field(value, field=field, policy=policy, pseudonym=pseudonym)
-        if result.refusal_code is not None:
-            detector = result.detector or result.refusal_code
-            self._record_refusal(scope, result.refusal_code, detector)
-            raise ScreenRefused(result.refusal_code, detector, f"{field} refused by {detector}")
+        self._raise_if_refused(scope, result, field)
         return Screened(result.text, frozenset(), tuple(result.redacted_types))
 
     def screen_ids(self, scope: Scope, field: str, values: Sequence[str]) -> None:
@@ -137,11 +131,18 @@ class ScreenGate:
 
         allow_pii = ScreenPolicy(pii=dict.fromkeys(PII_TYPES, PiiAction.ALLOW))
         for value in values:
-            result = self._screen.check_field(value, field=field, policy=allow_pii)
-            if result.refusal_code is not None:
-                detector = result.detector or result.refusal_code
-                self._record_refusal(scope, result.refusal_code, detector)
-                raise ScreenRefused(result.refusal_code, detector, f"{field} refused by {detector}")
+            self._raise_if_refused(
+                scope, self._screen.check_field(value, field=field, policy=allow_pii), field
+            )
+
+    def _raise_if_refused(self, scope: Scope, result: ScreenResult, field: str = "text") -> None:
+        """Log a refusal (principal, time, detector: never the value) and raise it."""
+        if result.refusal_code is None:
+            return
+        detector = result.detector or result.refusal_code
+        self._record_refusal(scope, result.refusal_code, detector)
+        message = f"refused by {detector}" if field == "text" else f"{field} refused by {detector}"
+        raise ScreenRefused(result.refusal_code, detector, message)
 
     def screen_note(
         self,
