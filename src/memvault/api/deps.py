@@ -26,9 +26,18 @@ def get_services(request: Request) -> Services:
 ServicesDep = Annotated[Services, Depends(get_services)]
 
 
+AUTHENTICATED = "memvault_principal"
+"""Request-state slot where a middleware that already authenticated the request (idempotency)
+leaves `(authorization header, principal)`, so the key is looked up once per request."""
+
+
 def get_principal(request: Request, services: ServicesDep) -> Principal:
     """The caller, from `Authorization: Bearer <key>`; 401 for anything else."""
     header = request.headers.get("authorization", "")
+    known = getattr(request.state, AUTHENTICATED, None)
+    if known is not None and known[0] == header:
+        cached: Principal = known[1]
+        return cached
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise AuthenticationError("missing bearer api key")

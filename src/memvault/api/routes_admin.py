@@ -101,6 +101,7 @@ def set_policy(body: ScreenPolicyIn, admin: AdminDep, services: ServicesDep) -> 
     """Set the tenant's write-screen policy (each PII type: redact, refuse or allow)."""
     tenant = _tenant(admin)
     services.tenants.set_policy(tenant, body.model_dump_json())
+    services.gate.forget_policy(tenant)
     services.audit.record(tenant, admin.key_id, "policy.set", **body.model_dump())
     return body
 

@@ -149,4 +149,5 @@ class Eraser:
             sess.execute(delete(TenantRow).where(TenantRow.tenant_id == tenant))
         self._parts.embedder.evict_scope(tenant)
         self._parts.corpus.forget_tenant(tenant)
+        self._parts.gate.forget_policy(tenant)
         return counts

@@ -15,6 +15,8 @@ two notes, and the same number matches across notes, without the number being st
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -43,6 +45,9 @@ class Screened:
 Pseudonym = Callable[[str, str], str]
 """(pii type, normalised value) -> short hex: the keyed pseudonym in a placeholder."""
 
+POLICY_TTL_SECONDS = 5.0
+"""How long a tenant's policy is served from memory when another process may have changed it."""
+
 PSEUDONYM_HEX = 8
 """32 bits: 10,000 distinct numbers in a tenant collide with probability about 1%."""
 
@@ -70,10 +75,20 @@ class ScreenedNote:
 class ScreenGate:
     """Runs the screen with the tenant's policy and records refusals without content."""
 
-    def __init__(self, db: Database, screen: Screen | None, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        db: Database,
+        screen: Screen | None,
+        clock: Callable[[], float],
+        *,
+        policy_ttl: float = POLICY_TTL_SECONDS,
+    ) -> None:
         self._db = db
         self._screen = screen
         self._clock = clock
+        self._policy_ttl = policy_ttl
+        self._policies: dict[str, tuple[float, ScreenPolicy | None]] = {}
+        self._policies_lock = threading.Lock()
 
     def screen(
         self, scope: Scope, text: str, *, shared: bool, pseudonym: Pseudonym | None = None
@@ -183,7 +198,27 @@ class ScreenGate:
         )
 
     def policy(self, tenant: str) -> ScreenPolicy | None:
-        """The tenant's screen policy (None: the screen's defaults)."""
+        """The tenant's screen policy (None: the screen's defaults), cached per tenant.
+
+        `forget_policy` drops the entry when this process changes a policy; another process's
+        change is seen within `policy_ttl` seconds (5 by default).
+        """
+        now = time.monotonic()
+        with self._policies_lock:
+            cached = self._policies.get(tenant)
+        if cached is not None and now - cached[0] < self._policy_ttl:
+            return cached[1]
+        policy = self._load_policy(tenant)
+        with self._policies_lock:
+            self._policies[tenant] = (now, policy)
+        return policy
+
+    def forget_policy(self, tenant: str) -> None:
+        """Drop the cached policy of `tenant` (after a change, or when the tenant is deleted)."""
+        with self._policies_lock:
+            self._policies.pop(tenant, None)
+
+    def _load_policy(self, tenant: str) -> ScreenPolicy | None:
         from memvault.screening import ScreenPolicy
 
         with self._db.session(tenant) as sess:

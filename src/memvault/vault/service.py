@@ -165,42 +165,19 @@ class Vault:
         return SparseEncoder(self.parts.keyring.index_key(tenant).token_id)
 
     def index_points(
-        self, items: Sequence[tuple[NoteRow, str, Sequence[str]]], avgdl: float
+        self,
+        items: Sequence[tuple[NoteRow, str, Sequence[str]]],
+        avgdl: float,
+        tokens: Sequence[Sequence[str]] | None = None,
     ) -> list[IndexPoint]:
-        """Vector points for rows (dense embedded in one batch per scope, keyed BM25 sparse)."""
-        vectors: dict[int, Any] = {}
-        by_scope: dict[Scope, list[int]] = {}
-        for i, (row, _, _) in enumerate(items):
-            by_scope.setdefault(self.row_scope(row), []).append(i)
-        for scope, positions in by_scope.items():
-            embedded = self.parts.embedder.embed_documents(scope, [items[i][1] for i in positions])
-            for pos, vector in zip(positions, embedded, strict=True):
-                vectors[pos] = vector
-        return [
-            self._point(row, vectors[i], text, topics, avgdl)
-            for i, (row, text, topics) in enumerate(items)
-        ]
+        """Vector points for rows (dense embedded in one batch per scope, keyed BM25 sparse).
 
-    def _point(
-        self, row: NoteRow, vector: Any, text: str, topics: Sequence[str], avgdl: float
-    ) -> IndexPoint:
-        index_key = self.parts.keyring.index_key(row.tenant_id)
-        sparse = self.sparse_encoder(row.tenant_id).encode_document(text, avgdl)
-        return IndexPoint(
-            id=row.id,
-            dense=vector.tolist(),
-            sparse=sparse if sparse.indices else None,
-            payload={
-                "user_id": row.user_id,
-                "agent_id": row.agent_id,
-                "readers": parse_member_list(row.readers),
-                "is_active": int(row.is_active),
-                "note_type": row.note_type,
-                "topic_tags": [topic_tag(index_key.tag, t) for t in topics],
-                "created_at": int(row.created_at),
-                "model": self.parts.embedder.model_id,
-            },
-        )
+        `tokens`, parallel to `items`, passes each text's BM25 tokens when the caller already
+        has them (a write tokenizes once).
+        """
+        from memvault.vault.points import build_points
+
+        return build_points(self.parts, items, avgdl, tokens)
 
 
 class ScopedVault:

@@ -52,6 +52,7 @@ class Prepared:
     row: NoteRow
     text: str
     topics: tuple[str, ...]
+    tokens: tuple[str, ...] = ()
 
 
 # The non-secret fields an update stages in `next_state` (JSON): ids, flags and keyed hashes.
@@ -167,7 +168,9 @@ class NoteWriter:
             avgdl = self._parts.corpus.avgdl(sess, tenant, namespace)
         self._vault.fault("after_pending")
         points = self._vault.index_points(
-            [(item.row, item.text, item.topics) for _, item in fresh], avgdl
+            [(item.row, item.text, item.topics) for _, item in fresh],
+            avgdl,
+            tokens=[item.tokens for _, item in fresh],
         )
         self._parts.index.upsert(namespace, points)
         self._vault.fault("after_upsert")
@@ -208,7 +211,7 @@ class NoteWriter:
         key_version, text_ct, attrs_ct = self._vault.codec.seal(
             storage, note_id, screened.text, attrs
         )
-        encoder = self._vault.sparse_encoder(self.scope.tenant)
+        tokens = tuple(self._vault.sparse_encoder(self.scope.tenant).tokens(screened.text))
         row = NoteRow(
             tenant_id=storage.tenant,
             id=note_id,
@@ -230,7 +233,7 @@ class NoteWriter:
             last_accessed=now,
             expires_at=now + ttl_days * 86_400 if ttl_days else None,
             content_hash=content_hash(index_key.tag, storage, screened.text),
-            token_count=len(encoder.tokens(screened.text)),
+            token_count=len(tokens),
             key_version=key_version,
             model_id=self._parts.embedder.model_id,
             text_ct=text_ct,
@@ -238,7 +241,7 @@ class NoteWriter:
             conflict=0,
             low_quality=0,
         )
-        return Prepared(row, screened.text, screened.topics)
+        return Prepared(row, screened.text, screened.topics, tokens)
 
     # -- update -------------------------------------------------------------------------------
 

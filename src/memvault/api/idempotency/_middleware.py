@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Send
 from starlette.types import Scope as AsgiScope
 
 from memvault.api.boundary import replay_body
+from memvault.api.deps import AUTHENTICATED
 from memvault.api.idempotency._engine import (
     HEARTBEAT_SECONDS,
     LEASE_SECONDS,
@@ -163,6 +164,8 @@ class IdempotencyMiddleware:
         if principal is None:  # unauthenticated: the route answers 401, nothing is stored
             await self.app(scope, receive, send)
             return
+        # The route's `get_principal` reuses this for the very same Authorization header.
+        scope.setdefault("state", {})[AUTHENTICATED] = (authorization, principal)
         try:
             key = parse_idempotency_key(values)
         except InvalidIdempotencyKey as exc:

@@ -9,7 +9,7 @@ Token ids are keyed hashes (the tenant's index key), so no word is stored in cle
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from memvault.vault.index.base import SparseVector
 from memvault.vault.text.tokenizer import tokenize
@@ -53,7 +53,11 @@ class SparseEncoder:
 
     def encode_document(self, text: str, avgdl: float) -> SparseVector:
         """BM25 TF weights of the document's tokens, keyed by token id (empty text → empty)."""
-        return self._pack(bm25_weights(self.tokens(text), avgdl).items())
+        return self.encode_tokens(self.tokens(text), avgdl)
+
+    def encode_tokens(self, tokens: Sequence[str], avgdl: float) -> SparseVector:
+        """`encode_document` for tokens already computed by `tokens` (tokenize once per write)."""
+        return self._pack(bm25_weights(list(tokens), avgdl).items())
 
     def encode_query(self, text: str) -> SparseVector:
         """Weight 1.0 for each distinct query token: the store's IDF completes the score."""

@@ -1,0 +1,70 @@
+"""Index points of notes: dense embeddings, keyed BM25 sparse vectors and a payload without text.
+
+The payload holds ids, an int flag, blind topic tags (HMAC under the tenant's index key), the
+creation time and the embedding model id: never text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from memvault.scope import Scope
+from memvault.vault.drafts import topic_tag
+from memvault.vault.index.base import IndexPoint
+from memvault.vault.store.models import NoteRow
+from memvault.vault.store.scoping import parse_member_list
+from memvault.vault.text import SparseEncoder
+
+if TYPE_CHECKING:
+    from memvault.vault.service import VaultParts
+
+
+def build_points(
+    parts: VaultParts,
+    items: Sequence[tuple[NoteRow, str, Sequence[str]]],
+    avgdl: float,
+    tokens: Sequence[Sequence[str]] | None = None,
+) -> list[IndexPoint]:
+    """Points for `(row, text, topics)` items: one embedding batch per storage scope."""
+    vectors: dict[int, Any] = {}
+    by_scope: dict[Scope, list[int]] = {}
+    for i, (row, _, _) in enumerate(items):
+        by_scope.setdefault(Scope(row.tenant_id, row.user_id, row.agent_id), []).append(i)
+    for scope, positions in by_scope.items():
+        embedded = parts.embedder.embed_documents(scope, [items[i][1] for i in positions])
+        for pos, vector in zip(positions, embedded, strict=True):
+            vectors[pos] = vector
+    return [
+        _point(parts, row, vectors[i], text, topics, avgdl, tokens[i] if tokens else None)
+        for i, (row, text, topics) in enumerate(items)
+    ]
+
+
+def _point(
+    parts: VaultParts,
+    row: NoteRow,
+    vector: Any,
+    text: str,
+    topics: Sequence[str],
+    avgdl: float,
+    tokens: Sequence[str] | None,
+) -> IndexPoint:
+    index_key = parts.keyring.index_key(row.tenant_id)
+    encoder = SparseEncoder(index_key.token_id)
+    sparse = encoder.encode_tokens(encoder.tokens(text) if tokens is None else tokens, avgdl)
+    return IndexPoint(
+        id=row.id,
+        dense=vector.tolist(),
+        sparse=sparse if sparse.indices else None,
+        payload={
+            "user_id": row.user_id,
+            "agent_id": row.agent_id,
+            "readers": parse_member_list(row.readers),
+            "is_active": int(row.is_active),
+            "note_type": row.note_type,
+            "topic_tags": [topic_tag(index_key.tag, t) for t in topics],
+            "created_at": int(row.created_at),
+            "model": parts.embedder.model_id,
+        },
+    )
