@@ -1,0 +1,230 @@
+"""HTTP load on loopback: N concurrent clients against a real `memvault serve`, mixed workload.
+
+Starts `memvault serve` on 127.0.0.1 with a fresh data directory, creates one tenant with one
+agent key per client (each client is its own user, as hosted agents are), seeds each user with a
+few notes, then runs every client for a fixed duration with a mixed add / search / get / list
+workload. Requests are bounded in time and count, only loopback is addressed, and the server is
+stopped at the end. Prints throughput, p50/p95/p99 per operation and the errors.
+
+Run: .venv/bin/python -m bench.load [--clients 8] [--seconds 20] [--mix add=3,search=4,get=2,list=1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import socket
+import statistics
+import string
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+OPERATOR_KEY = "mvop_bench-load-0123456789abcdef"
+MAX_REQUESTS_PER_CLIENT = 100_000
+WORDS = ("garden", "piano", "harbor", "ticket", "violet", "winter", "candle", "meadow", "orange")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def sentence(rng: random.Random) -> str:
+    words = " ".join(rng.choice(WORDS) for _ in range(6))
+    tag = "".join(rng.choice(string.ascii_lowercase) for _ in range(8))  # no digit runs (PII)
+    return f"The {words} plan, item {tag}, is due next week"
+
+
+def parse_mix(spec: str) -> dict[str, int]:
+    mix = {}
+    for part in spec.split(","):
+        name, _, weight = part.partition("=")
+        if name not in ("add", "search", "get", "list") or not weight.isdigit():
+            raise SystemExit(f"bad --mix entry: {part!r}")
+        mix[name] = int(weight)
+    return mix
+
+
+class Server:
+    """`memvault serve` in its own process group, on a fresh data directory."""
+
+    def __init__(self, data: Path) -> None:
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMVAULT_")}
+        env["MEMVAULT_OPERATOR_KEY"] = OPERATOR_KEY
+        argv = ["serve", "--port", str(self.port), "--data-dir", str(data)]
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "memvault.cli", *argv],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise SystemExit("memvault serve exited")
+            try:
+                if httpx.get(f"{self.base}/healthz", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.3)
+        self.stop()
+        raise SystemExit("memvault serve did not become ready")
+
+    def stop(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=60)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
+
+def setup_keys(base: str, clients: int) -> list[str]:
+    op = {"Authorization": f"Bearer {OPERATOR_KEY}"}
+    r = httpx.post(f"{base}/v1/operator/tenants", json={"tenant_id": "load"}, headers=op)
+    r.raise_for_status()
+    admin = {"Authorization": f"Bearer {r.json()['api_key']}"}
+    keys = []
+    for i in range(clients):
+        body = {"user_id": f"user{i}", "agent_id": "agent"}
+        r = httpx.post(f"{base}/v1/admin/keys", json=body, headers=admin)
+        r.raise_for_status()
+        keys.append(str(r.json()["api_key"]))
+    return keys
+
+
+def client_loop(
+    base: str,
+    key: str,
+    seed: int,
+    mix: dict[str, int],
+    until: float,
+    samples: dict[str, list[float]],
+    errors: Counter[str],
+    lock: threading.Lock,
+) -> None:
+    rng = random.Random(seed)
+    ops = [name for name, weight in mix.items() for _ in range(weight)]
+    ids: list[str] = []
+    texts: list[str] = []
+    headers = {"Authorization": f"Bearer {key}"}
+    with httpx.Client(base_url=base, headers=headers, timeout=30) as http:
+        for _ in range(5):  # seed: something to search, get and list
+            r = http.post("/v1/memories", json={"text": sentence(rng)})
+            if r.status_code == 201:
+                ids.append(r.json()["id"])
+                texts.append(r.json()["text"])
+        for _ in range(MAX_REQUESTS_PER_CLIENT):
+            if time.monotonic() >= until:
+                return
+            op = rng.choice(ops)
+            start = time.perf_counter()
+            try:
+                if op == "add":
+                    r = http.post("/v1/memories", json={"text": sentence(rng)})
+                    if r.status_code == 201:
+                        ids.append(r.json()["id"])
+                        texts.append(r.json()["text"])
+                elif op == "search":
+                    query = " ".join(rng.choice(texts).split()[1:5])
+                    r = http.post("/v1/memories/search", json={"query": query})
+                elif op == "get":
+                    r = http.get(f"/v1/memories/{rng.choice(ids)}")
+                else:
+                    r = http.get("/v1/memories", params={"limit": 20})
+                status = r.status_code
+            except httpx.HTTPError as exc:
+                status = -1
+                with lock:
+                    errors[f"{op}:{type(exc).__name__}"] += 1
+            elapsed = (time.perf_counter() - start) * 1000
+            with lock:
+                if status in (200, 201):
+                    samples[op].append(elapsed)
+                elif status != -1:
+                    errors[f"{op}:{status}"] += 1
+
+
+def percentile(ordered: Sequence[float], q: float) -> float:
+    return ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1) + 0.5))]
+
+
+def run(clients: int, seconds: float, mix: dict[str, int]) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        server = Server(Path(tmp) / "data")
+        try:
+            keys = setup_keys(server.base, clients)
+            samples: dict[str, list[float]] = defaultdict(list)
+            errors: Counter[str] = Counter()
+            lock = threading.Lock()
+            until = time.monotonic() + seconds
+            threads = [
+                threading.Thread(
+                    target=client_loop,
+                    args=(server.base, keys[i], i, mix, until, samples, errors, lock),
+                    daemon=True,
+                )
+                for i in range(clients)
+            ]
+            started = time.monotonic()
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(timeout=seconds + 120)
+            wall = time.monotonic() - started
+        finally:
+            server.stop()
+    report: dict[str, Any] = {"clients": clients, "seconds": round(wall, 1), "mix": mix, "ops": {}}
+    for op, values in sorted(samples.items()):
+        ordered = sorted(values)
+        report["ops"][op] = {
+            "count": len(ordered),
+            "per_s": round(len(ordered) / wall, 1),
+            "p50_ms": round(statistics.median(ordered), 1),
+            "p95_ms": round(percentile(ordered, 0.95), 1),
+            "p99_ms": round(percentile(ordered, 0.99), 1),
+        }
+    report["errors"] = dict(errors)
+    report["total_per_s"] = round(sum(len(v) for v in samples.values()) / wall, 1)
+    return report
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--mix", default="add=3,search=4,get=2,list=1")
+    parser.add_argument("--out", type=Path, default=Path("bench/out/load.json"))
+    args = parser.parse_args(argv)
+    if not (1 <= args.clients <= 64 and 1 <= args.seconds <= 600):
+        raise SystemExit("--clients must be 1-64 and --seconds 1-600")
+    report = run(args.clients, args.seconds, parse_mix(args.mix))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2))
+    print(f"{args.clients} clients, {report['seconds']} s, {report['total_per_s']} requests/s")
+    for op, r in report["ops"].items():
+        print(
+            f"  {op:7s} {r['per_s']:7.1f}/s  p50 {r['p50_ms']:7.1f}  p95 {r['p95_ms']:7.1f}  "
+            f"p99 {r['p99_ms']:7.1f} ms  (n={r['count']})"
+        )
+    print(f"  errors: {report['errors'] or 'none'}")
+
+
+if __name__ == "__main__":
+    main()
