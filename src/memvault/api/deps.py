@@ -7,13 +7,10 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from memvault.errors import AuthenticationError, Forbidden, InvalidRequest
+from memvault.errors import Forbidden, InvalidRequest
 from memvault.vault.factory import Services
 from memvault.vault.principals import (
-    TOKEN_PREFIX,
     Principal,
-    operator_matches,
-    operator_principal,
 )
 from memvault.vault.service import ScopedVault
 
@@ -38,16 +35,7 @@ def get_principal(request: Request, services: ServicesDep) -> Principal:
     if known is not None and known[0] == header:
         cached: Principal = known[1]
         return cached
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        raise AuthenticationError("missing bearer api key")
-    token = token.strip()
-    operator_key: str | None = request.app.state.operator_key
-    if not token.startswith(TOKEN_PREFIX):
-        if operator_key and operator_matches(operator_key, token):
-            return operator_principal()
-        raise AuthenticationError("invalid or revoked api key")
-    return services.keys.authenticate(token)
+    return services.keys.from_authorization(header, request.app.state.operator_key)
 
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]

@@ -118,6 +118,21 @@ class ApiKeys:
             if result.rowcount == 0:  # type: ignore[attr-defined]
                 raise NotFound("no such key")
 
+    def from_authorization(self, header: str, operator_key: str | None) -> Principal:
+        """The caller of an `Authorization: Bearer <key>` header; AuthenticationError otherwise.
+
+        A token without the tenant-key prefix is the operator key or nothing.
+        """
+        scheme, _, token = header.partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
+            raise AuthenticationError("missing bearer api key")
+        if not token.startswith(TOKEN_PREFIX):
+            if operator_key and operator_matches(operator_key, token):
+                return operator_principal()
+            raise AuthenticationError("invalid or revoked api key")
+        return self.authenticate(token)
+
     def revoke_scope(self, tenant: str, user: str, agent: str | None = None) -> int:
         """Revoke every live key of a user (or of one agent of a user); returns how many."""
         where = [

@@ -24,10 +24,7 @@ from memvault.api.idempotency._keys import Call, StoredResponse, should_store
 from memvault.errors import VaultError
 from memvault.vault.factory import Services
 from memvault.vault.principals import (
-    TOKEN_PREFIX,
     Principal,
-    operator_matches,
-    operator_principal,
 )
 from memvault.vault.store.models import IdempotencyRow
 
@@ -138,20 +135,11 @@ class IdempotencyEngine:
     # authentication ----------------------------------------------------------------------------
     def authenticate(self, authorization: str) -> Principal | None:
         """The caller as the routes will see it, or None (the route answers 401 itself)."""
-        scheme, _, token = authorization.partition(" ")
-        token = token.strip()
-        if scheme.lower() != "bearer" or not token:
-            return None
-        if not token.startswith(TOKEN_PREFIX):
-            operator_key: str | None = getattr(self.app.state, "operator_key", None)
-            if operator_key and operator_matches(operator_key, token):
-                return operator_principal()
-            return None
+        operator_key: str | None = getattr(self.app.state, "operator_key", None)
         try:
-            principal: Principal = self.services.keys.authenticate(token)
+            return self.services.keys.from_authorization(authorization, operator_key)
         except VaultError:
             return None
-        return principal
 
     # the record --------------------------------------------------------------------------------
     def begin(self, call: Call, token: str) -> tuple[Call, Begun]:
