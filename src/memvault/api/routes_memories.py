@@ -18,6 +18,7 @@ from memvault.api.schemas import (
     SearchResult,
     UpdateMemory,
 )
+from memvault.vault.fields import MAX_LIST_LIMIT, MAX_OFFSET
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 
@@ -48,8 +49,8 @@ def search_memories(body: SearchMemories, vault: ScopedVaultDep) -> SearchRespon
 @router.get("", dependencies=[Depends(only_query_params("limit", "offset"))])
 def list_memories(
     vault: ScopedVaultDep,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIST_LIMIT)] = 50,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> NoteList:
     """List readable memories, newest first, with the total count."""
     notes, total = vault.list_notes(limit=limit, offset=offset)

@@ -23,7 +23,18 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError
 
-from memvault.scope import ID_GRAMMAR
+from memvault.scope import ID_GRAMMAR, is_valid_id
+from memvault.vault.fields import (
+    MAX_QUERY_CHARS,
+    MAX_READERS,
+    MAX_SEARCH_LIMIT,
+    MAX_SOURCE_CHARS,
+    MAX_TEXT_CHARS,
+    MAX_TOPIC_CHARS,
+    MAX_TOPICS,
+    MAX_TTL_DAYS,
+    text_problem,
+)
 from memvault.vault.notes import Note, SearchHit
 
 MEMORY_NOTICE = (
@@ -43,10 +54,6 @@ KEY_ID_PATTERN = "^[0-9a-f]{16}$"
 TEXT_PATTERN = "^[^\\u0000]*$"
 """Free text: any Unicode scalar values except NUL. Lone surrogates are not valid Unicode."""
 
-MAX_OFFSET = 1_000_000
-"""The largest `offset` accepted by list endpoints."""
-
-_ID_RE = re.compile(ID_GRAMMAR)
 _UUID_RE = re.compile(UUID_PATTERN[1:-1])
 
 
@@ -70,20 +77,19 @@ def _doc(**extra: Any) -> _Doc:
 
 def check_text(value: str) -> str:
     """Reject text that is not valid Unicode (lone surrogates) or holds NUL characters."""
-    if "\x00" in value:
+    problem = text_problem(value)
+    if problem == "nul":
         raise PydanticCustomError("nul_character", "NUL characters are not allowed")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
+    if problem == "surrogate":
         raise PydanticCustomError(
             "invalid_unicode", "not valid Unicode (lone surrogate code point)"
-        ) from None
+        )
     return value
 
 
 def check_id(value: str) -> str:
     """Full-match the id grammar (never `re.match` with `$`, which admits a trailing newline)."""
-    if _ID_RE.fullmatch(value) is None:
+    if not is_valid_id(value):
         raise PydanticCustomError(
             "id_pattern", "must match the id grammar {pattern}", {"pattern": ID_PATTERN}
         )
@@ -101,7 +107,7 @@ Text = Annotated[str, AfterValidator(check_text), _doc(pattern=TEXT_PATTERN)]
 
 Topic = Annotated[
     str,
-    StringConstraints(min_length=1, max_length=64),
+    StringConstraints(min_length=1, max_length=MAX_TOPIC_CHARS),
     AfterValidator(check_text),
     _doc(pattern=TEXT_PATTERN),
 ]
@@ -130,26 +136,26 @@ class Strict(BaseModel):
 
 
 class AddMemory(Strict):
-    text: Text = Field(min_length=1, max_length=32_000)
+    text: Text = Field(min_length=1, max_length=MAX_TEXT_CHARS)
     visibility: Literal["private", "shared"] = "private"
-    readers: list[Id] | None = Field(default=None, max_length=64)
+    readers: list[Id] | None = Field(default=None, max_length=MAX_READERS)
     note_type: Literal["memory", "knowledge"] = "memory"
-    topics: list[Topic] | None = Field(default=None, max_length=5)
-    source: Text | None = Field(default=None, max_length=256)
-    ttl_days: float | None = Field(default=None, gt=0, le=36_500)
+    topics: list[Topic] | None = Field(default=None, max_length=MAX_TOPICS)
+    source: Text | None = Field(default=None, max_length=MAX_SOURCE_CHARS)
+    ttl_days: float | None = Field(default=None, gt=0, le=MAX_TTL_DAYS)
 
 
 class UpdateMemory(Strict):
-    text: Text | None = Field(default=None, min_length=1, max_length=32_000)
-    readers: list[Id] | None = Field(default=None, max_length=64)
-    topics: list[Topic] | None = Field(default=None, max_length=5)
-    source: Text | None = Field(default=None, max_length=256)
+    text: Text | None = Field(default=None, min_length=1, max_length=MAX_TEXT_CHARS)
+    readers: list[Id] | None = Field(default=None, max_length=MAX_READERS)
+    topics: list[Topic] | None = Field(default=None, max_length=MAX_TOPICS)
+    source: Text | None = Field(default=None, max_length=MAX_SOURCE_CHARS)
 
 
 class SearchMemories(Strict):
-    query: Text = Field(min_length=1, max_length=4_000)
-    limit: int = Field(default=5, ge=1, le=100)
-    topics: list[Topic] | None = Field(default=None, max_length=5)
+    query: Text = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    limit: int = Field(default=5, ge=1, le=MAX_SEARCH_LIMIT)
+    topics: list[Topic] | None = Field(default=None, max_length=MAX_TOPICS)
     mode: Literal["dense", "sparse", "hybrid", "full"] = "full"
 
 

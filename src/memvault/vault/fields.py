@@ -19,6 +19,21 @@ MAX_TOPIC_CHARS = 64
 MAX_SOURCE_CHARS = 256
 MAX_READERS = 64
 MAX_TTL_DAYS = 36_500
+MAX_SEARCH_LIMIT = 100
+MAX_LIST_LIMIT = 1000
+MAX_OFFSET = 1_000_000
+"""The bounds of every client-supplied field; the API's request models declare the same ones."""
+
+
+def text_problem(value: str) -> str | None:
+    """Why `value` is not well-formed text (`"nul"` or `"surrogate"`), or None when it is."""
+    if "\x00" in value:
+        return "nul"
+    try:
+        value.encode("utf-8", "strict")
+    except UnicodeEncodeError:
+        return "surrogate"
+    return None
 
 
 def check_string(value: object, field: str, *, max_chars: int) -> str:
@@ -27,11 +42,10 @@ def check_string(value: object, field: str, *, max_chars: int) -> str:
         raise InvalidRequest(f"{field} must be a string")
     if len(value) > max_chars:
         raise InvalidRequest(f"{field} is longer than {max_chars} characters")
-    try:
-        value.encode("utf-8", "strict")
-    except UnicodeEncodeError:
-        raise InvalidRequest(f"{field} is not valid Unicode (lone surrogate)") from None
-    if "\x00" in value:
+    problem = text_problem(value)
+    if problem == "surrogate":
+        raise InvalidRequest(f"{field} is not valid Unicode (lone surrogate)")
+    if problem == "nul":
         raise InvalidRequest(f"{field} must not contain NUL characters")
     return value
 

@@ -120,8 +120,3 @@ class ScopeGuard:
         if self._blocked[target] <= 0:
             del self._blocked[target]
         self._cond.notify_all()
-
-    def in_flight(self) -> int:
-        """Operations running now (for tests and metrics)."""
-        with self._cond:
-            return sum(self._active.values())

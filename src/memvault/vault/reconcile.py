@@ -180,7 +180,7 @@ class Reconciler:
             namespace, [self._vault.index_point(nxt, note.text, note.topics, avgdl)]
         )
         with self._parts.db.session(row.tenant_id) as sess:
-            swap_in_next(self._vault, sess, row, row.next_at)
+            swap_in_next(self._parts.corpus, sess, row, row.next_at)
         tally.updates += 1
 
     def _remove(self, row: NoteRow) -> None:

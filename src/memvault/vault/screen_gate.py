@@ -90,12 +90,6 @@ class ScreenGate:
         self._policies: dict[str, tuple[float, ScreenPolicy | None]] = {}
         self._policies_lock = threading.Lock()
 
-    def screen(
-        self, scope: Scope, text: str, *, shared: bool, pseudonym: Pseudonym | None = None
-    ) -> Screened:
-        """Screened text, or `ScreenRefused` (after logging the refusal) for a refused text."""
-        return self._text(scope, text, shared, pseudonym, self._policy_if_screening(scope))
-
     def _policy_if_screening(self, scope: Scope) -> ScreenPolicy | None:
         return None if self._screen is None else self.policy(scope.tenant)
 
@@ -112,12 +106,6 @@ class ScreenGate:
         result = self._screen.check(text, policy=policy, shared=shared, pseudonym=pseudonym)
         self._raise_if_refused(scope, result)
         return Screened(result.text, frozenset(result.flags), tuple(result.redacted_types))
-
-    def screen_field(
-        self, scope: Scope, field: str, value: str, *, pseudonym: Pseudonym | None = None
-    ) -> Screened:
-        """A short stored string (`source`, a topic): credentials refused, PII per policy."""
-        return self._field(scope, field, value, pseudonym, self._policy_if_screening(scope))
 
     def _field(
         self,

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
 
@@ -34,7 +34,14 @@ from memvault.vault.drafts import (
     topic_tag,
 )
 from memvault.vault.embed.cache import CachedEmbedder
-from memvault.vault.fields import MAX_QUERY_CHARS, check_text
+from memvault.vault.fields import (
+    MAX_LIST_LIMIT,
+    MAX_OFFSET,
+    MAX_QUERY_CHARS,
+    MAX_SEARCH_LIMIT,
+    check_text,
+    check_topics,
+)
 from memvault.vault.guard import ScopeGuard
 from memvault.vault.ids import canonical_uuid
 from memvault.vault.index.base import Hit, IndexPoint, PointFilter, VectorIndex
@@ -45,6 +52,9 @@ from memvault.vault.store.database import Database
 from memvault.vault.store.models import NoteRow
 from memvault.vault.store.scoping import ReadableBy, parse_member_list, scoped_select
 from memvault.vault.text import SparseEncoder
+
+if TYPE_CHECKING:
+    from memvault.vault.writes import NoteWriter
 
 __all__ = [
     "ACTIVE",
@@ -58,9 +68,6 @@ __all__ = [
     "topic_tag",
 ]
 
-MAX_LIMIT = 100
-MAX_LIST_LIMIT = 1000
-MAX_OFFSET = 1_000_000
 NOTE_LOCK_STRIPES = 64
 
 FaultHook = Callable[[str], None]
@@ -102,10 +109,6 @@ class Vault:
         """Serialize changes of one note inside this process (striped locks)."""
         with self._note_locks[hash(note_id) % NOTE_LOCK_STRIPES]:
             yield
-
-    def namespace_of(self, tenant: str) -> str:
-        """The vector namespace of a tenant."""
-        return namespace_for(tenant)
 
     def scoped(self, scope: Scope) -> ScopedVault:
         """A view that reads and writes as `scope` (from an authenticated key only)."""
@@ -195,7 +198,7 @@ class ScopedVault:
         with self._parts.guard.using(self.scope.tenant, self.scope.user):
             yield
 
-    def _writer(self) -> Any:
+    def _writer(self) -> NoteWriter:
         from memvault.vault.writes import NoteWriter
 
         return NoteWriter(self)
@@ -225,8 +228,7 @@ class ScopedVault:
         same scope returns the existing note instead of a copy.
         """
         with self._guarded():
-            notes: list[Note] = self._writer().add_many(drafts)
-            return notes
+            return self._writer().add_many(drafts)
 
     def update(
         self,
@@ -243,10 +245,9 @@ class ScopedVault:
         the new one is live.
         """
         with self._guarded():
-            note: Note = self._writer().update(
+            return self._writer().update(
                 note_id, text=text, topics=topics, readers=readers, source=source
             )
-            return note
 
     def delete(self, note_id: str, *, purge: bool = False) -> None:
         """Soft delete (hidden from search and reads), or purge the row and the vector."""
@@ -298,13 +299,16 @@ class ScopedVault:
         `mode`: `dense`, `sparse` (keyed BM25), `hybrid` (RRF of both in the store) or `full`
         (hybrid, heat with time decay, and up to 8 gated notes from a 2-hop link walk).
         """
-        from memvault.vault.fields import check_topics
         from memvault.vault.retrieve import HybridRetriever
 
         check_text(query, "query", MAX_QUERY_CHARS)
         clean_topics = check_topics(topics, "memory")
-        if isinstance(limit, bool) or not isinstance(limit, int) or not (1 <= limit <= MAX_LIMIT):
-            raise InvalidRequest(f"limit must be 1-{MAX_LIMIT}")
+        if (
+            isinstance(limit, bool)
+            or not isinstance(limit, int)
+            or not (1 <= limit <= MAX_SEARCH_LIMIT)
+        ):
+            raise InvalidRequest(f"limit must be 1-{MAX_SEARCH_LIMIT}")
         with self._guarded():
             return HybridRetriever(self).search(query, limit, clean_topics, mode)
 

@@ -17,7 +17,7 @@ ADMIN_AGENT = "admin"
 
 
 class Tenants:
-    """The tenants table (no row-level security: it is the operator's view)."""
+    """The tenants table (under row-level security; `all` lists ids through `tenant_ids`)."""
 
     def __init__(self, db: Database, keys: ApiKeys, clock: Callable[[], float]) -> None:
         self._db = db
@@ -27,23 +27,17 @@ class Tenants:
     def create(self, tenant: str) -> IssuedKey:
         """Create a tenant and return its first tenant-admin key (shown once).
 
-        Tenant ids are unique regardless of case: `GLOBEX` is refused while `globex` exists
-        (a unique index on `lower(tenant_id)` settles a race between two creations).
+        Tenant ids are unique regardless of case: `GLOBEX` is refused while `globex` exists.
+        The unique index on `lower(tenant_id)` decides (an exact repeat hits the primary key),
+        so two racing creations cannot both succeed.
         """
         validate_id(tenant, "tenant_id")
         try:
             with self._db.session(tenant) as sess:
-                if self._same_id_exists(tenant):
-                    raise Conflict("tenant exists (tenant ids are case-insensitive)")
                 sess.add(TenantRow(tenant_id=tenant, created_at=self._clock(), policy_json="{}"))
         except IntegrityError:
             raise Conflict("tenant exists (tenant ids are case-insensitive)") from None
         return self._keys.issue(tenant, ADMIN_USER, ADMIN_AGENT, "tenant_admin")
-
-    def _same_id_exists(self, tenant: str) -> bool:
-        """True when a tenant whose id equals `tenant` ignoring case exists."""
-        folded = tenant.lower()
-        return any(t.lower() == folded for t in self.all())
 
     def exists(self, tenant: str) -> bool:
         with self._db.session(tenant) as sess:

@@ -23,7 +23,8 @@ from sqlalchemy import select
 
 from memvault.errors import InvalidRequest, NotFound, PermissionDenied
 from memvault.scope import SHARED_AGENT, WILDCARD_READER
-from memvault.vault.drafts import ACTIVE, PENDING, NoteDraft, content_hash
+from memvault.vault.corpus import CorpusStats
+from memvault.vault.drafts import ACTIVE, PENDING, NoteDraft, content_hash, namespace_for
 from memvault.vault.fields import (
     check_note_type,
     check_readers,
@@ -35,14 +36,14 @@ from memvault.vault.fields import (
 from memvault.vault.ids import canonical_uuid, uuid7
 from memvault.vault.links import delete_links_of
 from memvault.vault.notes import Note
-from memvault.vault.screen_gate import Pseudonym, keyed_pseudonym
+from memvault.vault.screen_gate import Pseudonym, ScreenedNote, keyed_pseudonym
 from memvault.vault.store.models import LinkRow, NoteRow
 from memvault.vault.store.scoping import OwnedBy, member_list, scoped_delete, scoped_update
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
-    from memvault.vault.service import ScopedVault, Vault
+    from memvault.vault.service import ScopedVault
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +70,7 @@ STAGED_FIELDS = (
 )
 
 
-def swap_in_next(vault: Vault, sess: Session, row: NoteRow, staged_at: float) -> bool:
+def swap_in_next(corpus: CorpusStats, sess: Session, row: NoteRow, staged_at: float) -> bool:
     """Make the staged next version of `row` live (inside the caller's transaction).
 
     Returns False when nothing was staged at `staged_at` any more (the row is gone or another
@@ -99,9 +100,12 @@ def swap_in_next(vault: Vault, sess: Session, row: NoteRow, staged_at: float) ->
             **values,
         )
     )
-    namespace = vault.namespace_of(row.tenant_id)
-    vault.parts.corpus.adjust(
-        sess, row.tenant_id, namespace, 0, int(state["token_count"]) - int(current.token_count)
+    corpus.adjust(
+        sess,
+        row.tenant_id,
+        namespace_for(row.tenant_id),
+        0,
+        int(state["token_count"]) - int(current.token_count),
     )
     return True
 
@@ -287,7 +291,7 @@ class NoteWriter:
         row: NoteRow,
         current: Note,
         text: str | None,
-        screened: Any,
+        screened: ScreenedNote,
         new_topics: tuple[str, ...] | None,
         new_readers: list[str] | None,
     ) -> Note:
@@ -304,6 +308,7 @@ class NoteWriter:
         attrs = {"topics": list(topics), "source": source}
         key_version, text_ct, attrs_ct = self._vault.codec.seal(storage, row.id, new_text, attrs)
         index_key = self._parts.keyring.index_key(storage.tenant)
+        tokens = self._vault.sparse_encoder(storage.tenant).tokens(new_text)
         now = self._parts.clock()
         state = {
             "key_version": key_version,
@@ -312,11 +317,12 @@ class NoteWriter:
             "suspicious": int("suspicious" in flags),
             "redacted_types": ",".join(dict.fromkeys(redacted))[:128],
             "content_hash": content_hash(index_key.tag, storage, new_text),
-            "token_count": len(self._vault.sparse_encoder(storage.tenant).tokens(new_text)),
+            "token_count": len(tokens),
             "model_id": self._parts.embedder.model_id,
             "updated_at": now,
         }
         namespace = self._view.namespace
+        next_state = json.dumps(state, sort_keys=True)
         with self._parts.db.session(storage.tenant) as sess:
             staged = sess.execute(
                 scoped_update(
@@ -325,7 +331,7 @@ class NoteWriter:
                     NoteRow.status == ACTIVE,
                     next_text_ct=text_ct,
                     next_attrs_ct=attrs_ct,
-                    next_state=json.dumps(state, sort_keys=True),
+                    next_state=next_state,
                     next_at=now,
                 )
             )
@@ -334,12 +340,13 @@ class NoteWriter:
             avgdl = self._parts.corpus.avgdl(sess, storage.tenant, namespace)
         self._vault.fault("after_stage")
         row.next_text_ct, row.next_attrs_ct = text_ct, attrs_ct
-        row.next_state, row.next_at = json.dumps(state, sort_keys=True), now
+        row.next_state, row.next_at = next_state, now
         nxt = staged_view(row)
-        self._parts.index.upsert(namespace, [self._vault.index_point(nxt, new_text, topics, avgdl)])
+        points = self._vault.index_points([(nxt, new_text, topics)], avgdl, tokens=[tokens])
+        self._parts.index.upsert(namespace, points)
         self._vault.fault("after_upsert")
         with self._parts.db.session(storage.tenant) as sess:
-            swapped = swap_in_next(self._vault, sess, row, now)
+            swapped = swap_in_next(self._parts.corpus, sess, row, now)
         if not swapped:  # purged while we wrote: the vector must not outlive its row
             self._parts.index.delete(namespace, [row.id])
             raise NotFound("no such memory")
