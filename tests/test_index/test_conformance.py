@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from memvault.errors import InvalidRequest
-from memvault.vault.index import PointFilter, VectorIndex
+from memvault.vault.index import IndexPoint, PointFilter, VectorIndex
 from tests.test_index.shapes import DIM, axis, mix, new_id, point, sparse
 
 NS = "tenant1"
@@ -173,6 +173,102 @@ def test_namespaces_lists_created_including_mode_b(index: VectorIndex) -> None:
     index.upsert("t1~agent-7", [point(axis(0))])
 
     assert index.namespaces() == ["t1", "t1~agent-7"]
+
+
+# -- compaction and delete semantics ------------------------------------------------------------
+
+
+def test_compact_keeps_live_points_and_deleted_ones_stay_deleted(index: VectorIndex) -> None:
+    kept = [point(axis(i), user="u1", words={i: 1.0}) for i in range(3)]
+    gone = [point(axis(i), user="u1") for i in range(3, 5)]
+    other = point(axis(5), user="u2")
+    index.upsert(NS, [*kept, *gone, other])
+    index.delete(NS, [g.id for g in gone])
+    before = {p.id: index.search_dense(NS, p.dense, PointFilter(user_id="u1"), 1)[0] for p in kept}
+
+    rebuilt = index.compact(NS)
+
+    assert isinstance(rebuilt, int) and rebuilt >= 0
+    assert index.compact(NS) == 0  # nothing pending any more
+    assert sorted(index.scroll_ids(NS, ALL)) == sorted([*(p.id for p in kept), other.id])
+    assert index.retrieve(NS, [g.id for g in gone]) == []
+    for p in kept:
+        [top] = index.search_dense(NS, p.dense, PointFilter(user_id="u1"), 1)
+        assert top.id == p.id
+        assert top.score == pytest.approx(before[p.id].score, abs=1e-6)
+        assert top.payload == p.payload
+    assert ids_of(index.search_sparse(NS, sparse({1: 1.0}), PointFilter(user_id="u1"), 5)) == [
+        kept[1].id
+    ]
+
+
+def test_compact_unknown_namespace_is_zero_and_creates_nothing(index: VectorIndex) -> None:
+    assert index.compact("nobody") == 0
+    assert index.compact_all() == 0
+    assert index.namespaces() == []
+    with pytest.raises(InvalidRequest):
+        index.compact("../etc")
+
+
+def test_compact_all_covers_every_namespace(index: VectorIndex) -> None:
+    a, b = point(axis(0)), point(axis(1))
+    index.upsert("t1", [a, point(axis(2))])
+    index.upsert("t2", [b, point(axis(3))])
+    index.delete("t1", [a.id])
+    index.delete("t2", [b.id])
+
+    total = index.compact_all()
+
+    assert total >= 0
+    assert index.compact_all() == 0
+    assert index.count("t1", ALL) == 1 and index.count("t2", ALL) == 1
+
+
+def test_deleted_user_can_write_again(index: VectorIndex) -> None:
+    index.upsert(NS, [point(axis(0), user="u1"), point(axis(1), user="u2")])
+    index.delete_where(NS, PointFilter(user_id="u1"))
+
+    fresh = point(axis(2), user="u1")
+    index.upsert(NS, [fresh])
+
+    assert index.scroll_ids(NS, PointFilter(user_id="u1")) == [fresh.id]
+    assert index.count(NS, ALL) == 2
+    assert index.namespaces() == [NS]
+
+
+def test_delete_where_empty_filter_empties_the_namespace(index: VectorIndex) -> None:
+    index.upsert(NS, [point(axis(0), user="u1"), point(axis(1), user="u2")])
+
+    index.delete_where(NS, ALL)
+
+    assert index.count(NS, ALL) == 0
+    assert index.namespaces() == [NS]
+    index.upsert(NS, [point(axis(2), user="u2")])
+    assert index.count(NS, ALL) == 1
+
+
+def test_delete_then_upsert_same_id_brings_it_back(index: VectorIndex) -> None:
+    p = point(axis(0), user="u1")
+    index.upsert(NS, [p, point(axis(1), user="u1")])
+    index.delete(NS, [p.id])
+    index.compact(NS)
+
+    index.upsert(NS, [p])
+
+    [top] = index.search_dense(NS, axis(0), PointFilter(user_id="u1"), 1)
+    assert top.id == p.id
+
+
+def test_point_without_user_id_is_stored_and_found(index: VectorIndex) -> None:
+    anonymous = IndexPoint(id=new_id(), dense=axis(0), payload={"is_active": 1})
+    index.upsert(NS, [anonymous, point(axis(1), user="u1")])
+
+    assert ids_of(index.retrieve(NS, [anonymous.id])) == [anonymous.id]
+    assert index.count(NS, PointFilter(active_only=True)) == 2
+    assert index.count(NS, PointFilter(user_id="u1")) == 1
+    index.delete(NS, [anonymous.id])
+    index.compact(NS)
+    assert index.count(NS, ALL) == 1
 
 
 # -- validation ---------------------------------------------------------------------------------

@@ -25,6 +25,10 @@ def _folder(namespace: str) -> str:
     return "ns-" + hashlib.sha256(namespace.encode("utf-8")).hexdigest()[:32]
 
 
+def _partition(user_id: str) -> str:
+    return "u-" + hashlib.sha256(user_id.encode("utf-8")).hexdigest()[:32]
+
+
 def test_edge_upsert_creates_one_shard_folder_per_namespace(tmp_path: Path) -> None:
     index = EdgeIndex(tmp_path, DIM)
     index.upsert("t1", [point(axis(0))])
@@ -37,8 +41,11 @@ def test_edge_upsert_creates_one_shard_folder_per_namespace(tmp_path: Path) -> N
     t1 = tmp_path / _folder("t1")
     assert index.shard_path("t1") == t1
     assert shard_folder_name("t1") == t1.name
-    assert (t1 / "edge_config.json").is_file()
-    assert (t1 / "wal").is_dir()
+    # One shard per partition (user) inside the namespace folder, named by a hash of the key.
+    assert sorted(p.name for p in t1.iterdir()) == ["namespace.json", _partition("u1")]
+    assert (t1 / _partition("u1") / "edge_config.json").is_file()
+    assert (t1 / _partition("u1") / "wal").is_dir()
+    assert index.partition_path("t1", "u1") == t1 / _partition("u1")
     assert json.loads((t1 / "namespace.json").read_text()) == {"namespace": "t1", "format": 1}
     assert index.namespaces() == ["t1", "t1~agent-2"]
 

@@ -82,13 +82,31 @@ class VectorIndex(Protocol):
         """Merge `payload` into the payload of each existing point."""
 
     def delete(self, namespace: str, ids: Sequence[str]) -> None:
-        """Delete points by id. Unknown ids are ignored."""
+        """Delete points by id. Unknown ids are ignored.
+
+        The points are gone from every read at once; their bytes may stay in the store's files
+        until `compact` (Edge) or the server's own vacuum (Qdrant).
+        """
 
     def delete_where(self, namespace: str, where: PointFilter) -> None:
-        """Delete every point matching `where`."""
+        """Delete every point matching `where`.
+
+        Edge removes the files at once when `where` names a user (its partition is deleted, or
+        rebuilt when `where` has more conditions); other deletes wait for `compact`.
+        """
 
     def drop_namespace(self, namespace: str) -> None:
         """Remove a namespace and all its files. Unknown namespaces are ignored."""
+
+    def compact(self, namespace: str) -> int:
+        """Physically remove deleted (and replaced) points of `namespace` from the store's files.
+
+        Returns how many partitions were rewritten (Edge); 0 when the store does it by itself
+        (Qdrant server) or nothing was pending. Unknown namespaces give 0.
+        """
+
+    def compact_all(self) -> int:
+        """`compact` every namespace; the total it returned (for the maintenance loop)."""
 
     def search_dense(
         self, namespace: str, vector: Sequence[float], where: PointFilter, limit: int

@@ -4,6 +4,11 @@ One collection per namespace (`<prefix><namespace>`), with the same named vector
 `":memory:"` selects qdrant-client's local mode, a pure-Python engine used by the tests here
 (exact search, payload indexes accepted and ignored). The local mode is not thread-safe, so every
 client call goes through one lock; on a server the lock costs little next to the round trip.
+
+Physical erasure is the server's job: a deleted point is only marked deleted in its segment until
+the vacuum optimizer rewrites that segment, so collections are created with a low
+`deleted_threshold` and the server's smallest `vacuum_min_vector_number` (`compact` has nothing
+more to ask of it). docs/index.md says what that does and does not guarantee.
 """
 
 from __future__ import annotations
@@ -16,6 +21,12 @@ from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import UnexpectedResponse
 
 from memvault.errors import IndexError_, InvalidRequest, VaultError
+from memvault.vault.index._qdrant_convert import (
+    payload_indexes,
+    qdrant_filter,
+    qdrant_sparse,
+    to_hit,
+)
 from memvault.vault.index.base import (
     DENSE,
     RRF_K,
@@ -33,66 +44,10 @@ T = TypeVar("T")
 
 _SCROLL_PAGE = 1000
 _HTTP_NOT_FOUND = 404
-
-
-def _payload_indexes() -> dict[str, models.PayloadSchemaParams | models.PayloadSchemaType]:
-    """Payload fields indexed on a server. `user_id` is the tenant key inside a collection."""
-    return {
-        "user_id": models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True),
-        "agent_id": models.PayloadSchemaType.KEYWORD,
-        "readers": models.PayloadSchemaType.KEYWORD,
-        "note_type": models.PayloadSchemaType.KEYWORD,
-        "topic_tags": models.PayloadSchemaType.KEYWORD,
-        "is_active": models.PayloadSchemaType.INTEGER,
-    }
-
-
-def qdrant_filter(where: PointFilter) -> models.Filter | None:
-    """Translate a `PointFilter` into a qdrant-client `Filter`; `None` when it has no condition."""
-    must: list[models.Condition] = []
-    if where.user_id is not None:
-        must.append(
-            models.FieldCondition(key="user_id", match=models.MatchValue(value=where.user_id))
-        )
-    if where.agent_id is not None:
-        must.append(
-            models.FieldCondition(key="agent_id", match=models.MatchValue(value=where.agent_id))
-        )
-    if where.readers_any:
-        must.append(
-            models.FieldCondition(key="readers", match=models.MatchAny(any=list(where.readers_any)))
-        )
-    if where.active_only:
-        must.append(models.FieldCondition(key="is_active", match=models.MatchValue(value=1)))
-    if where.note_type is not None:
-        must.append(
-            models.FieldCondition(key="note_type", match=models.MatchValue(value=where.note_type))
-        )
-    must.extend(
-        models.FieldCondition(key="topic_tags", match=models.MatchValue(value=t))
-        for t in where.topic_tags
-    )
-    if where.only_ids:
-        must.append(models.HasIdCondition(has_id=[canonical_point_id(i) for i in where.only_ids]))
-    must_not: list[models.Condition] = []
-    if where.exclude_ids:
-        must_not.append(
-            models.HasIdCondition(has_id=[canonical_point_id(i) for i in where.exclude_ids])
-        )
-    if not must and not must_not:
-        return None
-    return models.Filter(must=must or None, must_not=must_not or None)
-
-
-def _qdrant_sparse(vector: SparseVector) -> models.SparseVector:
-    return models.SparseVector(
-        indices=[int(i) for i in vector.indices], values=[float(v) for v in vector.values]
-    )
-
-
-def _hit(point: models.ScoredPoint | models.Record, score: float | None = None) -> Hit:
-    value = score if score is not None else float(getattr(point, "score", 0.0))
-    return Hit(id=str(point.id), score=value, payload=dict(point.payload or {}))
+VACUUM_DELETED_THRESHOLD = 0.001
+"""Vacuum a segment once 0.1% of its vectors are deleted (the server's default is 20%)."""
+VACUUM_MIN_VECTORS = 100
+"""Vacuum segments from 100 vectors on: the smallest value a server accepts (default 1000)."""
 
 
 class QdrantIndex:
@@ -147,9 +102,13 @@ class QdrantIndex:
                 DENSE: models.VectorParams(size=self.dense_dim, distance=models.Distance.COSINE)
             },
             sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+            optimizers_config=models.OptimizersConfigDiff(
+                deleted_threshold=VACUUM_DELETED_THRESHOLD,
+                vacuum_min_vector_number=VACUUM_MIN_VECTORS,
+            ),
         )
         if not self._local:  # the local mode ignores payload indexes and warns about them
-            for field, schema in _payload_indexes().items():
+            for field, schema in payload_indexes().items():
                 self.client.create_payload_index(name, field_name=field, field_schema=schema)
         self._known.add(name)
 
@@ -184,7 +143,7 @@ class QdrantIndex:
     def _point(self, point: IndexPoint) -> models.PointStruct:
         vectors: dict[str, Any] = {DENSE: self._dense(point.dense)}
         if point.sparse is not None:
-            vectors[SPARSE] = _qdrant_sparse(point.sparse)
+            vectors[SPARSE] = qdrant_sparse(point.sparse)
         return models.PointStruct(
             id=canonical_point_id(point.id), vector=vectors, payload=store_payload(point.payload)
         )
@@ -256,6 +215,23 @@ class QdrantIndex:
             finally:
                 self._known.discard(name)
 
+    def compact(self, namespace: str) -> int:
+        """Nothing to do here: always 0. The server removes deleted points by itself.
+
+        Its vacuum optimizer rewrites a segment once `deleted_threshold` of its vectors are
+        deleted (set low on creation; segments under `vacuum_min_vector_number` vectors wait).
+        Its WAL keeps each operation, deletes included, until the segments are flushed; closed
+        WAL segments (`wal_capacity_mb` each) are then removed, but the open one is reused until
+        full, so a deleted point's upsert record may stay in it for a while. Snapshots, replicas
+        and backups keep their own copies. None of this can be forced per point from a client.
+        """
+        self._collection(namespace)
+        return 0
+
+    def compact_all(self) -> int:
+        """Nothing to do here: always 0 (see `compact`)."""
+        return 0
+
     def search_dense(
         self, namespace: str, vector: Sequence[float], where: PointFilter, limit: int
     ) -> list[Hit]:
@@ -274,7 +250,7 @@ class QdrantIndex:
         self, namespace: str, vector: SparseVector, where: PointFilter, limit: int
     ) -> list[Hit]:
         """Sparse dot product with the collection's IDF modifier, best first."""
-        query = _qdrant_sparse(vector)
+        query = qdrant_sparse(vector)
         flt = qdrant_filter(where)
         return self._query(
             namespace,
@@ -305,7 +281,7 @@ class QdrantIndex:
         prefetches = [
             models.Prefetch(query=self._dense(dense), using=DENSE, filter=flt, limit=candidates),
             models.Prefetch(
-                query=_qdrant_sparse(sparse), using=SPARSE, filter=flt, limit=candidates
+                query=qdrant_sparse(sparse), using=SPARSE, filter=flt, limit=candidates
             ),
         ]
         fusion = models.RrfQuery(rrf=models.Rrf(k=rrf_k, weights=list(weights)))
@@ -329,7 +305,7 @@ class QdrantIndex:
             validate_namespace(namespace)
             return []
         response = self._run(namespace, op, create=False, missing=None)
-        return [] if response is None else [_hit(p) for p in response.points]
+        return [] if response is None else [to_hit(p) for p in response.points]
 
     def retrieve(self, namespace: str, ids: Sequence[str]) -> list[Hit]:
         """Points by id, in the order asked, with payload and score 0. Missing ids are skipped."""
