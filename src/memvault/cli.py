@@ -12,7 +12,10 @@ from typing import TYPE_CHECKING, Annotated, NoReturn, ParamSpec, TypeVar
 import typer
 from pydantic import ValidationError
 
+from memvault.cli_backup import add_backup_commands
+from memvault.cli_compliance import register as add_compliance_commands
 from memvault.cli_db import db_app
+from memvault.cli_keys import add_key_commands
 from memvault.config import Settings
 from memvault.errors import VaultError
 from memvault.vault.datadir import DataDirLock, needs_lock
@@ -26,6 +29,7 @@ keys_app = typer.Typer(help="Tenant API keys.")
 app.add_typer(operator_app, name="operator")
 app.add_typer(keys_app, name="keys")
 app.add_typer(db_app, name="db")
+add_compliance_commands(app)
 
 DataDir = Annotated[
     Path | None,
@@ -231,6 +235,9 @@ def demo(data_dir: DemoDataDir = None) -> None:
 
     run_demo(data_dir, typer.echo)
 
+
+add_key_commands(keys_app, command, _settings, lock_data_dir, open_cli_services)
+add_backup_commands(app, command, _settings)
 
 if __name__ == "__main__":  # pragma: no cover
     app()

@@ -52,6 +52,28 @@ def upgrade(
         os.umask(previous)
 
 
+@db_app.command("vacuum")
+def vacuum() -> None:
+    """PostgreSQL: VACUUM the tables an erase deletes from, as the owner.
+
+    Uses MEMVAULT_DATABASE_ADMIN_URL. An erase does this itself when that setting is present;
+    run this after erasures made without it. SQLite needs nothing: erases checkpoint it.
+    """
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from memvault.vault.store.vacuum import ERASE_TABLES, vacuum_tables
+
+    settings = Settings()
+    admin_url = settings.database_admin_url
+    if not admin_url or not admin_url.startswith("postgresql"):
+        _fail("memvault db vacuum needs MEMVAULT_DATABASE_ADMIN_URL (PostgreSQL, the owner)")
+    try:
+        done = vacuum_tables(admin_url, settings.db_schema, ERASE_TABLES)
+    except SQLAlchemyError as exc:
+        _fail(_first_line(exc))
+    typer.echo(f"memvault db vacuum: {len(done)} tables vacuumed")
+
+
 def _upgrade(data_dir: Path | None) -> None:
     from sqlalchemy.engine import make_url
 

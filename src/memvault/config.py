@@ -31,7 +31,7 @@ class Settings(BaseSettings):
     master_key_env: str | None = None
     operator_key: SecretStr | None = None
     db_schema: str | None = None
-    database_admin_url: str | None = None  # owner URL for `memvault db upgrade` only
+    database_admin_url: str | None = None  # owner URL: `memvault db upgrade`, VACUUM after erase
     db_app_role: str = "memvault_app"  # PostgreSQL login role the app serves as
 
     def __repr_args__(self) -> Any:

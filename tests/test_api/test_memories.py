@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from memvault.vault.drafts import user_tag
 from tests.apiclient import Api
 from tests.conftest import ServicesFactory
 
@@ -60,7 +61,12 @@ def test_purge_removes_vector_and_row(api: Api) -> None:
     assert api.call("DELETE", f"/v1/memories/{note['id']}?purge=true", key).status_code == 204
     from memvault.vault.index.base import PointFilter
 
-    assert api.services.index.count("t1", PointFilter(user_id="u1")) == 0
+    assert (
+        api.services.index.count(
+            "t1", PointFilter(user_id=user_tag(api.services.keyring.index_key("t1").tag, "u1"))
+        )
+        == 0
+    )
     assert api.services.eraser.remaining("t1", "u1")["sql_rows"] == 0
 
 
@@ -172,7 +178,9 @@ def test_operator_tenant_lifecycle(api: Api) -> None:
     r = api.call("POST", "/v1/operator/tenants", OPERATOR_KEY, json={"tenant_id": "t9"})
     assert r.status_code == 409
     r = api.call("DELETE", "/v1/operator/tenants/t9", OPERATOR_KEY)
-    assert r.status_code == 200 and r.json()["notes_deleted"] == 1
+    assert r.status_code == 200 and r.json()["receipt"]["verified"] is True
+    deleted = {s["store"]: s["deleted"] for s in r.json()["receipt"]["stores"]}
+    assert deleted["notes"] == 1
     assert api.call("GET", "/v1/memories", key).status_code == 401
     assert api.services.keyring.count_keys("t9") == 0
     assert api.call("DELETE", "/v1/operator/tenants/t9", OPERATOR_KEY).status_code == 404

@@ -11,10 +11,16 @@ from memvault.errors import DecryptionError
 from memvault.keyring import FileMasterKey, Keyring
 from memvault.scope import Scope
 from memvault.vault.codec import NoteCodec
+from memvault.vault.drafts import user_tag
 from memvault.vault.index.base import PointFilter
 from memvault.vault.store.database import Database
 from memvault.vault.store.models import NoteRow
 from tests.conftest import ServicesFactory
+
+
+def _tag(services, user: str) -> str:  # type: ignore[no-untyped-def]
+    """The blind tag the index stores for a user id."""
+    return str(user_tag(services.keyring.index_key("t1").tag, user))
 
 
 def _seed(services, user: str) -> list[str]:  # type: ignore[no-untyped-def]
@@ -46,16 +52,18 @@ def test_erase_user_leaves_nothing_in_any_store(
         "data_keys": 0,
         "embedding_cache": 0,
         "idempotency_records": 0,
+        "refusals": 0,
+        "api_keys": 0,
     }
     assert report.verified
     for agent in ("a1", "a2"):
         v = services.vault.scoped(Scope("t1", "alice", agent))
         assert v.search("where is the spare key?", limit=10) == []
         assert v.list_notes() == ([], 0)
-    assert services.index.count("t1", PointFilter(user_id="alice")) == 0
+    assert services.index.count("t1", PointFilter(user_id=_tag(services, "alice"))) == 0
     bob = services.vault.scoped(Scope("t1", "bob", "a1"))
     assert len(bob.search("where is the spare key?", limit=10)) >= 1
-    assert services.index.count("t1", PointFilter(user_id="bob")) == 4
+    assert services.index.count("t1", PointFilter(user_id=_tag(services, "bob"))) == 4
 
 
 def test_erase_one_agent_keeps_the_users_other_scopes(make_services: ServicesFactory) -> None:
@@ -99,3 +107,29 @@ def test_copy_taken_before_erase_cannot_be_decrypted_after(
             )
     keyring.close()
     old.dispose()
+
+
+def test_an_erase_on_postgres_vacuums_the_touched_tables_as_the_owner(
+    make_services: ServicesFactory,
+) -> None:
+    from sqlalchemy import create_engine, text
+
+    from tests.conftest import pg_url_or_skip
+
+    admin_url = pg_url_or_skip()
+    services = make_services("postgres")
+    services.db.maintenance_url = admin_url
+    _seed(services, "alice")
+    assert services.eraser.erase("t1", "alice").verified
+    engine = create_engine(admin_url)
+    with engine.connect() as conn:
+        vacuumed = conn.execute(
+            text(
+                "SELECT relname FROM pg_stat_user_tables "
+                "WHERE schemaname = :s AND last_vacuum IS NOT NULL"
+            ),
+            {"s": services.db.schema},
+        ).scalars()
+        names = set(vacuumed)
+    engine.dispose()
+    assert {"notes", "links", "api_keys"} <= names

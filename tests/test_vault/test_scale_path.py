@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from memvault.scope import Scope
+from memvault.vault.drafts import user_tag
 from memvault.vault.embed.base import Embedder
 from memvault.vault.index import QdrantIndex
 from memvault.vault.index.base import PointFilter
@@ -23,4 +24,5 @@ def test_vault_on_postgres_and_qdrant_adapter(
         assert [h.note.id for h in hits] == [note.id], mode
     report = services.eraser.erase("t1", "alice")
     assert report.verified and report.vectors_deleted == 1
-    assert index.count("t1", PointFilter(user_id="bob")) == 1
+    bob = user_tag(services.keyring.index_key("t1").tag, "bob")
+    assert index.count("t1", PointFilter(user_id=bob)) == 1

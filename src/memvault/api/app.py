@@ -11,11 +11,20 @@ from prometheus_client import CollectorRegistry, Counter, generate_latest
 from starlette.types import Scope
 
 from memvault import __version__
-from memvault.api import routes_admin, routes_memories, routes_operator
+from memvault.api import (
+    routes_admin,
+    routes_audit,
+    routes_dsar,
+    routes_erasure,
+    routes_keys,
+    routes_memories,
+    routes_operator,
+)
 from memvault.api.boundary import install_guard
 from memvault.api.errors import install_error_handlers
 from memvault.api.idempotency import install_idempotency
 from memvault.api.openapi import METRICS_CONTENT_TYPE, install_openapi
+from memvault.compliance.wiring import install as install_compliance
 from memvault.vault.factory import Services
 
 
@@ -27,9 +36,12 @@ def create_app(services: Services, *, operator_key: str | None = None) -> FastAP
     `/healthz` answers only once the data is repaired) and starts periodic maintenance.
     """
 
+    compliance = install_compliance(services)
+
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         await to_thread.run_sync(services.start)
+        await to_thread.run_sync(compliance.resume)
         try:
             yield
         finally:
@@ -48,6 +60,7 @@ def create_app(services: Services, *, operator_key: str | None = None) -> FastAP
         redoc_url=None,  # ReDoc loads from a CDN
     )
     app.state.services = services
+    app.state.compliance = compliance
     app.state.operator_key = operator_key
     registry = CollectorRegistry()
     requests = Counter(
@@ -64,7 +77,11 @@ def create_app(services: Services, *, operator_key: str | None = None) -> FastAP
     install_error_handlers(app)
     app.include_router(routes_memories.router)
     app.include_router(routes_admin.router)
+    app.include_router(routes_audit.router)
+    app.include_router(routes_dsar.router)
     app.include_router(routes_operator.router)
+    app.include_router(routes_keys.router)
+    app.include_router(routes_erasure.router)
 
     @app.get("/healthz", tags=["ops"])
     def healthz() -> dict[str, str]:

@@ -72,3 +72,11 @@ def only_query_params(*allowed: str) -> Callable[[Request], None]:
             raise InvalidRequest(f"unknown query parameters: {', '.join(unknown)}")
 
     return check
+
+
+def tenant_of(principal: Principal) -> str:
+    """The tenant of a tenant-bound principal; `InvalidRequest` for the operator."""
+    tenant: str | None = principal.tenant
+    if tenant is None:
+        raise InvalidRequest("this key has no tenant")
+    return tenant

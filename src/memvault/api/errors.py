@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from anyio import to_thread
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -112,6 +113,41 @@ def describe_validation_errors(errors: Sequence[Any]) -> str:
     return bounded(message)
 
 
+def audit_denial(request: Request, exc: VaultError, status: int) -> None:
+    """Audit a refused request (ids and counts only; never raises).
+
+    401 and 403 are summed per tenant into one event per burst window (`AuditLog.note_denied`);
+    a 401 whose key id is not a key of the tenant its token names is left to the metrics. A
+    `ScopeViolation` is one event per occurrence.
+    """
+    from memvault.vault.principals import split_token
+
+    services = getattr(request.app.state, "services", None)
+    if services is None:
+        return
+    header = request.headers.get("authorization", "")
+    try:
+        if status == 401:
+            scheme, _, token = header.partition(" ")
+            if scheme.lower() != "bearer":
+                return
+            tenant, key_id, _secret = split_token(token.strip())
+            services.audit.note_denied(tenant, "unauthorized", key_id)
+            return
+        caller = services.keys.from_authorization(header, request.app.state.operator_key)
+        if caller.tenant is None:
+            return
+        if isinstance(exc, ScopeViolation):
+            subject = {"user_id": caller.user, "agent_id": caller.agent}
+            services.audit.record(
+                caller.tenant, caller.key_id, "security.scope_violation", subject=subject
+            )
+        else:
+            services.audit.note_denied(caller.tenant, "forbidden", caller.key_id)
+    except Exception as error:  # the audit must never change the answer
+        log.warning("audit of a refused request failed (%s)", type(error).__name__)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Every error leaves as `{"error": {"code", "message"}}`; no request value is echoed."""
 
@@ -119,6 +155,8 @@ def install_error_handlers(app: FastAPI) -> None:
     async def vault_error(_request: Request, exc: VaultError) -> JSONResponse:
         status = status_for(exc)
         headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        if status in (401, 403) or isinstance(exc, ScopeViolation):
+            await to_thread.run_sync(audit_denial, _request, exc, status)
         if status >= 500:
             # A loud, logged failure; the client gets the code and a correlation id, no detail
             # (a message from a lower layer could carry a server path).

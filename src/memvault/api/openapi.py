@@ -62,10 +62,13 @@ CONTENT_TYPES: dict[tuple[str, str], str] = {
     ("get", "/metrics"): METRICS_CONTENT_TYPE,
     ("get", "/v1/admin/audit"): NDJSON,
     ("get", "/v1/admin/audit/export"): NDJSON,
+    ("get", "/v1/admin/export"): NDJSON,
 }
 
 # (method, path) -> statuses beyond the ones derived from the route's shape.
-EXTRA_STATUSES: dict[tuple[str, str], set[int]] = {}
+EXTRA_STATUSES: dict[tuple[str, str], set[int]] = {
+    ("get", "/v1/admin/export"): {409},  # `scope_erasing`: the user is being erased
+}
 
 IDEMPOTENT_WRITE_METHODS = {"post", "patch", "delete"}
 SCOPED_PREFIXES = ("/v1/memories",)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Response
 
-from memvault.api.deps import ScopedVaultDep, only_query_params
+from memvault.api.deps import AgentDep, ScopedVaultDep, ServicesDep, only_query_params
 from memvault.api.schemas import (
     AddMemory,
     LinkMemories,
@@ -18,13 +18,26 @@ from memvault.api.schemas import (
     SearchResult,
     UpdateMemory,
 )
+from memvault.vault.factory import Services
 from memvault.vault.fields import MAX_LIST_LIMIT, MAX_OFFSET
+from memvault.vault.principals import Principal
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 
 
+def _audit(
+    services: Services, caller: Principal, action: str, note_id: str | None, **details: object
+) -> None:
+    """One audit event of the caller's note activity: ids and counts, never text."""
+    scope = caller.scope
+    subject = {"user_id": scope.user, "agent_id": scope.agent, "note_id": note_id}
+    services.audit.record(scope.tenant, caller.key_id, action, subject=subject, **details)
+
+
 @router.post("", status_code=201, dependencies=[Depends(only_query_params())])
-def add_memory(body: AddMemory, vault: ScopedVaultDep) -> NoteOut:
+def add_memory(
+    body: AddMemory, vault: ScopedVaultDep, caller: AgentDep, services: ServicesDep
+) -> NoteOut:
     """Screen, encrypt and store a memory. Returns it as stored (after PII redaction)."""
     note = vault.add(
         body.text,
@@ -35,13 +48,25 @@ def add_memory(body: AddMemory, vault: ScopedVaultDep) -> NoteOut:
         source=body.source,
         ttl_days=body.ttl_days,
     )
+    _audit(
+        services,
+        caller,
+        "note.added",
+        note.id,
+        visibility=note.visibility,
+        redacted=len(note.redacted),
+        flags=len(note.flags),
+    )
     return NoteOut.of(note)
 
 
 @router.post("/search", dependencies=[Depends(only_query_params())])
-def search_memories(body: SearchMemories, vault: ScopedVaultDep) -> SearchResponse:
+def search_memories(
+    body: SearchMemories, vault: ScopedVaultDep, caller: AgentDep, services: ServicesDep
+) -> SearchResponse:
     """Search the caller's readable memories (its own, plus the shared ones of its user)."""
     hits = vault.search(body.query, limit=body.limit, topics=body.topics, mode=body.mode)
+    _audit(services, caller, "note.searched", None, results=len(hits), limit=body.limit)
     now = time.time()
     return SearchResponse(results=[SearchResult.of(h, now) for h in hits])
 
@@ -64,23 +89,47 @@ def get_memory(note_id: str, vault: ScopedVaultDep) -> NoteOut:
 
 
 @router.patch("/{note_id}", dependencies=[Depends(only_query_params())])
-def update_memory(note_id: str, body: UpdateMemory, vault: ScopedVaultDep) -> NoteOut:
+def update_memory(
+    note_id: str,
+    body: UpdateMemory,
+    vault: ScopedVaultDep,
+    caller: AgentDep,
+    services: ServicesDep,
+) -> NoteOut:
     """Update a memory the caller may write (403 `permission_denied` for a reader only)."""
     note = vault.update(
         note_id, text=body.text, topics=body.topics, readers=body.readers, source=body.source
     )
+    changed = [
+        name for name in ("text", "topics", "readers", "source") if name in body.model_fields_set
+    ]
+    _audit(services, caller, "note.updated", note.id, fields=changed)
     return NoteOut.of(note)
 
 
 @router.delete("/{note_id}", status_code=204, dependencies=[Depends(only_query_params("purge"))])
-def delete_memory(note_id: str, vault: ScopedVaultDep, purge: bool = False) -> Response:
+def delete_memory(
+    note_id: str,
+    vault: ScopedVaultDep,
+    caller: AgentDep,
+    services: ServicesDep,
+    purge: bool = False,
+) -> Response:
     """Soft delete (hidden from search), or `?purge=true` to remove the vector and the row."""
     vault.delete(note_id, purge=purge)
+    _audit(services, caller, "note.deleted", note_id, purge=purge)
     return Response(status_code=204)
 
 
 @router.post("/{note_id}/links", status_code=204, dependencies=[Depends(only_query_params())])
-def link_memories(note_id: str, body: LinkMemories, vault: ScopedVaultDep) -> Response:
+def link_memories(
+    note_id: str,
+    body: LinkMemories,
+    vault: ScopedVaultDep,
+    caller: AgentDep,
+    services: ServicesDep,
+) -> Response:
     """Link a memory the caller may write to another it may read."""
     vault.link(note_id, body.target_id)
+    _audit(services, caller, "note.linked", note_id, target_id=body.target_id)
     return Response(status_code=204)

@@ -1,4 +1,4 @@
-"""Operator endpoints: create and delete tenants."""
+"""Operator endpoints: create tenants (deletion, with its receipt: `routes_erasure`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ from fastapi import APIRouter, Depends
 
 from memvault.api.deps import OperatorDep, ServicesDep, only_query_params
 from memvault.api.schemas import CreateTenant, IssuedKeyOut
-from memvault.scope import validate_id
 
 router = APIRouter(prefix="/v1/operator", tags=["operator"])
 
@@ -24,12 +23,3 @@ def create_tenant(body: CreateTenant, _op: OperatorDep, services: ServicesDep) -
         agent_id=issued.agent,
         role=issued.role,
     )
-
-
-@router.delete("/tenants/{tenant_id}", dependencies=[Depends(only_query_params())])
-def delete_tenant(tenant_id: str, _op: OperatorDep, services: ServicesDep) -> dict[str, object]:
-    """Delete a tenant: shred its keys, drop its vector namespace, delete its rows."""
-    validate_id(tenant_id, "tenant_id")
-    services.tenants.require(tenant_id)
-    counts = services.eraser.drop_tenant(tenant_id)
-    return {"tenant_id": tenant_id, **counts}

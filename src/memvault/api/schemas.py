@@ -298,10 +298,22 @@ class ErasureOut(BaseModel):
     verified: bool
 
 
+class TtlDefaults(Strict):
+    """Days a note of each type lives when its write names no `ttl_days` (null: no expiry)."""
+
+    memory: float | None = Field(default=None, gt=0, le=MAX_TTL_DAYS)
+    knowledge: float | None = Field(default=None, gt=0, le=MAX_TTL_DAYS)
+
+
 class ScreenPolicyIn(Strict):
-    """A tenant's write-screen policy: per PII type redact | refuse | allow."""
+    """A tenant's policy: per PII type redact | refuse | allow, and default TTLs per note type.
+
+    A TTL default applies to notes written after the change; notes already stored keep the
+    expiry they were written with.
+    """
 
     pii: dict[
         Literal["email", "phone", "card", "iban", "ssn", "ip"], Literal["redact", "refuse", "allow"]
     ] = Field(default_factory=dict)
     allow_suspicious_shared: bool = False
+    ttl_days: TtlDefaults = Field(default_factory=TtlDefaults)

@@ -16,6 +16,7 @@ from memvault.keyring._master import (
     FileMasterKey,
     MasterKeyProvider,
 )
+from memvault.keyring._signing import SigningKeys
 
 __all__ = [
     "DEFAULT_MASTER_KEY_ENV",
@@ -27,5 +28,6 @@ __all__ = [
     "MasterKeyProvider",
     "ScopeAead",
     "ScrubFailed",
+    "SigningKeys",
     "associated_data",
 ]

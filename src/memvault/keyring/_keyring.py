@@ -21,9 +21,11 @@ from memvault.keyring._aead import (
     encode_fields,
 )
 from memvault.keyring._index_key import IndexKey
+from memvault.keyring._keyring_versions import KeyVersions
 from memvault.keyring._keystore import KeyStore
 from memvault.keyring._master import MasterKeyProvider
 from memvault.keyring._primitives import AeadKey, HmacKey, Unpicklable, new_key_material
+from memvault.keyring._signing import SigningKeys
 from memvault.scope import Scope, validate_id
 
 _log = logging.getLogger("memvault.keyring")
@@ -47,7 +49,13 @@ def _index_key_aad(tenant: str) -> bytes:
     return encode_fields(b"memvault.index-key.v1", tenant.encode())
 
 
-class Keyring(Unpicklable):
+def _record_aad(tenant: str, purpose: str, record_id: str) -> bytes:
+    return encode_fields(
+        b"memvault.tenant-record.v1", tenant.encode(), purpose.encode(), record_id.encode()
+    )
+
+
+class Keyring(KeyVersions, Unpicklable):
     """Hands out per-scope AEAD handles and per-tenant index keys; shreds and rotates keys.
 
     Thread-safe. Unwrapped keys are cached in memory; `shred` and `rotate_scope` invalidate the
@@ -126,6 +134,43 @@ class Keyring(Unpicklable):
             self._index_keys[tenant] = key
             return key
 
+    # tenant records ----------------------------------------------------------------------------
+    def seal_record(self, tenant: str, purpose: str, record_id: str, plaintext: bytes) -> bytes:
+        """Seal a tenant-level record (an erasure job's subject, a receipt) under the tenant key.
+
+        The tenant, `purpose` and `record_id` are bound as associated data, so a sealed record
+        copied to another row or purpose does not open. The record outlives any user's erase
+        (it needs no data key) and dies with the tenant's keys.
+        """
+        validate_id(tenant, "tenant_id")
+        with self._lock:
+            self._check_open()
+            tenant_key = self._tenant_key(tenant, create=True)
+            assert tenant_key is not None
+            return tenant_key.seal(plaintext, _record_aad(tenant, purpose, record_id))
+
+    def open_record(self, tenant: str, purpose: str, record_id: str, sealed: bytes) -> bytes:
+        """Open a record sealed by `seal_record`; `DecryptionError` if it was altered or moved,
+        `KeyNotFound` once the tenant's keys are gone."""
+        validate_id(tenant, "tenant_id")
+        with self._lock:
+            self._check_open()
+            tenant_key = self._tenant_key(tenant, create=False)
+            if tenant_key is None:
+                raise KeyNotFound("the tenant's keys are gone")
+            return tenant_key.open(sealed, 0, _record_aad(tenant, purpose, record_id))
+
+    def signing_keys(self) -> SigningKeys:
+        """The deployment's Ed25519 signing keys, kept in this keystore and wrapped by the
+        master key (the current provider, also after `rotate_master`). Created on first use."""
+        with self._lock:
+            self._check_open()
+            keys: SigningKeys | None = self.__dict__.get("_signing_keys")
+            if keys is None:
+                keys = SigningKeys(self._store.engine, lambda: self._master, self._check_open)
+                self.__dict__["_signing_keys"] = keys
+            return keys
+
     # lifecycle ---------------------------------------------------------------------------------
     def shred(self, tenant: str, user: str | None = None, agent: str | None = None) -> int:
         """Destroy the key material of (tenant[, user[, agent]]); returns how many keys went.
@@ -203,6 +248,9 @@ class Keyring(Unpicklable):
                 return new_master.key_id, new_master.wrap(material, aad)
 
             count = self._store.rewrap_tenant_keys(rewrap)
+            # The receipt signing keys are wrapped by the master too (a transaction of their own:
+            # a crash in between is finished by running the rotation again with both keys).
+            self.signing_keys().rewrap(old, new_master)
             self._master = new_master
             # An old master that leaked must not open old wrappings left in the file.
             self._store.scrub()

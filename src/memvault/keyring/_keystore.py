@@ -22,6 +22,7 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
+    Text,
     create_engine,
     delete,
     event,
@@ -63,6 +64,17 @@ index_keys = Table(
     metadata,
     Column("tenant_id", String(128), primary_key=True),
     Column("wrapped_key", LargeBinary, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+)
+
+# A data key rotation and its re-encryption job: ids, versions and counts only (never text).
+rotations = Table(
+    "keyring_rotations",
+    metadata,
+    Column("tenant_id", String(128), primary_key=True),
+    Column("id", String(64), primary_key=True),
+    Column("state", String(16), nullable=False),
+    Column("record", Text, nullable=False),  # JSON: selector, scopes and target versions, counts
     Column("created_at", BigInteger, nullable=False),
 )
 
@@ -199,6 +211,79 @@ class KeyStore:
         with self.engine.connect() as conn:
             return int(conn.scalar(query) or 0)
 
+    def key_scopes(self, tenant: str, user: str | None, agent: str | None) -> list[Scope]:
+        """Every scope of (tenant[, user[, agent]]) holding at least one data key."""
+        query = (
+            select(data_keys.c.user_id, data_keys.c.agent_id)
+            .where(_match(tenant, user, agent))
+            .distinct()
+            .order_by(data_keys.c.user_id, data_keys.c.agent_id)
+        )
+        with self.engine.connect() as conn:
+            return [Scope(tenant, u, a) for u, a in conn.execute(query).all()]
+
+    def delete_data_keys_below(self, scope: Scope, version: int) -> int:
+        """Delete the scope's data key versions older than `version`; returns how many."""
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                delete(data_keys).where(
+                    data_keys.c.tenant_id == scope.tenant,
+                    data_keys.c.user_id == scope.user,
+                    data_keys.c.agent_id == scope.agent,
+                    data_keys.c.version < version,
+                )
+            )
+        return int(result.rowcount)
+
+    # rotation records --------------------------------------------------------------------------
+    def save_rotation(self, tenant: str, rotation_id: str, state: str, record: str) -> None:
+        """Insert or replace one rotation record (`record` is JSON of ids and counts)."""
+        with self.engine.begin() as conn:
+            done = conn.execute(
+                update(rotations)
+                .where(rotations.c.tenant_id == tenant, rotations.c.id == rotation_id)
+                .values(state=state, record=record)
+            ).rowcount
+            if not done:
+                conn.execute(
+                    rotations.insert().values(
+                        tenant_id=tenant,
+                        id=rotation_id,
+                        state=state,
+                        record=record,
+                        created_at=int(time.time()),
+                    )
+                )
+
+    def delete_rotation(self, tenant: str, rotation_id: str) -> int:
+        """Delete one rotation record; returns how many rows went (0 or 1)."""
+        with self.engine.begin() as conn:
+            return int(
+                conn.execute(
+                    delete(rotations).where(
+                        rotations.c.tenant_id == tenant, rotations.c.id == rotation_id
+                    )
+                ).rowcount
+            )
+
+    def rotation(self, tenant: str, rotation_id: str) -> str | None:
+        """The JSON record of one rotation, or None."""
+        with self.engine.connect() as conn:
+            record = conn.scalar(
+                select(rotations.c.record).where(
+                    rotations.c.tenant_id == tenant, rotations.c.id == rotation_id
+                )
+            )
+        return None if record is None else str(record)
+
+    def rotation_ids(self, tenant: str, state: str | None = None) -> list[str]:
+        """Ids of the tenant's rotations (in one state if given), oldest first."""
+        query = select(rotations.c.id).where(rotations.c.tenant_id == tenant)
+        if state is not None:
+            query = query.where(rotations.c.state == state)
+        with self.engine.connect() as conn:
+            return list(conn.scalars(query.order_by(rotations.c.created_at, rotations.c.id)))
+
     # index keys --------------------------------------------------------------------------------
     def index_key(self, tenant: str) -> bytes | None:
         with self.engine.connect() as conn:
@@ -224,6 +309,7 @@ class KeyStore:
                     removed += conn.execute(
                         delete(table).where(table.c.tenant_id == tenant)
                     ).rowcount
+                conn.execute(delete(rotations).where(rotations.c.tenant_id == tenant))
         return int(removed)
 
     def scrub(self) -> None:

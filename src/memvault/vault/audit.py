@@ -1,92 +1,366 @@
-"""A hash-chained audit log per tenant. Events carry ids, counts and detector names, never text."""
+"""The per-tenant, hash-chained audit log, in the DESIGN "Audit event" format.
+
+An event is `{"seq", "tenant_id", "at", "actor", "action", "subject", "details", "prev", "hash"}`:
+`seq` counts 1, 2, … per tenant with no gap, `prev` is the previous event's `hash` (64 zeros for
+seq 1) and `hash` is SHA-256 of the canonical JSON of the event without `hash`. Events carry ids,
+counts and detector names, never text; a subject's user id is stored as a keyed pseudonym (the
+tenant's index key: `tag("user:" + user_id)`), and so are note ids (`tag("note:" + id)`), so no
+clear user id or note id stays after an erase.
+
+Appends are serialised per tenant: a lock in this process, `pg_advisory_xact_lock` on PostgreSQL
+(across processes), and a retry when another process took the same `seq` first (the primary key
+refuses the second). Canonical JSON is written here with the same rule as
+`memvault.compliance.canonical` (the vault does not import compliance; a test pins them equal).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
+from sqlalchemy.exc import IntegrityError, OperationalError
 
+from memvault.errors import InvalidRequest, VaultError
+from memvault.keyring import Keyring
+from memvault.scope import is_valid_id
 from memvault.vault.store.database import Database
-from memvault.vault.store.models import AuditEventRow
+from memvault.vault.store.models import ApiKeyRow, AuditEventRow
 
 GENESIS = "0" * 64
+SUBJECT_KEYS = ("user_id", "agent_id", "key_id", "note_id", "target_id", "erasure_id")
+"""Keyword arguments of `record` with these names are ids: they go to `subject`."""
+PSEUDONYMOUS = {"user_id": "user:", "note_id": "note:", "target_id": "note:"}
+"""Subject fields stored as keyed pseudonyms (tag prefix per kind), never in clear: an erased
+user's id and its notes' ids must be in no file after the erase."""
+MAX_ATTEMPTS = 50
+BURST_WINDOW_SECONDS = 60.0
+"""401/403 refusals of a tenant are summed over this window into one event."""
+BATCH = 500
+_LOCK_CLASS = 0x6D76_6175  # pg_advisory_xact_lock(class, hashtext(tenant)): one appender per tenant
+_SAFE_STRING = re.compile(r"[A-Za-z0-9._:@/+=-]{0,128}")
+"""A detail string is a name, a code or an id: no spaces, so prose cannot pass."""
 
 
-def _event_hash(prev_hash: str, seq: int, ts: float, actor: str, action: str, detail: str) -> str:
-    material = json.dumps([prev_hash, seq, ts, actor, action, detail], separators=(",", ":"))
-    return hashlib.sha256(material.encode("utf-8")).hexdigest()
+def canonical(obj: Any) -> bytes:
+    """Canonical JSON bytes (sorted keys, no whitespace, UTF-8); floats refused."""
+    _no_floats(obj)
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def event_hash(event: Mapping[str, Any]) -> str:
+    """SHA-256 (hex) of the canonical JSON of `event` without its `hash` field."""
+    body = {k: v for k, v in event.items() if k != "hash"}
+    return hashlib.sha256(canonical(body)).hexdigest()
+
+
+def utc(epoch_seconds: float) -> str:
+    """RFC 3339 UTC with milliseconds and `Z` (as `compliance.canonical.rfc3339`)."""
+    moment = datetime.fromtimestamp(epoch_seconds, tz=UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def safe_name(value: str) -> str:
+    """`value` (a detector or code name) with anything but `[A-Za-z0-9._:@/+=-]` as `_`."""
+    return re.sub(r"[^A-Za-z0-9._:@/+=-]", "_", value)[:128]
+
+
+def _no_floats(value: Any) -> None:
+    if isinstance(value, float):
+        raise InvalidRequest("audit events hold integers, not floats")
+    if isinstance(value, Mapping):
+        for item in value.values():
+            _no_floats(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _no_floats(item)
+
+
+def _check_detail(name: str, value: Any) -> None:
+    """Details are counts, flags, names and ids: refuse anything that could be text."""
+    if value is None or isinstance(value, (bool, int)):
+        return
+    if isinstance(value, float):
+        raise InvalidRequest(f"audit detail {name} is a float: audit events hold integers")
+    if isinstance(value, str):
+        if not _SAFE_STRING.fullmatch(value):
+            raise InvalidRequest(f"audit detail {name} must be a name, code or id, not text")
+        return
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            _check_detail(f"{name}.{key}", str(key))
+            _check_detail(f"{name}.{key}", item)
+        return
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            _check_detail(name, item)
+        return
+    raise InvalidRequest(f"audit detail {name} must be a count, flag, name or id")
+
+
+def row_to_event(row: AuditEventRow) -> dict[str, Any]:
+    """The DESIGN-format event of a stored row."""
+    return {
+        "seq": row.seq,
+        "tenant_id": row.tenant_id,
+        "at": row.at,
+        "actor": row.actor,
+        "action": row.action,
+        "subject": json.loads(row.subject),
+        "details": json.loads(row.details),
+        "prev": row.prev,
+        "hash": row.hash,
+    }
+
+
+@dataclass
+class _Burst:
+    first: float
+    last: float
+    count: int = 0
+    keys: set[str] = field(default_factory=set)
 
 
 class AuditLog:
-    """Appends events whose hashes chain to the previous event of the same tenant."""
+    """Appends events chained per tenant; reads them back in the export format."""
 
-    def __init__(self, db: Database, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        db: Database,
+        clock: Callable[[], float],
+        keyring: Keyring,
+        *,
+        burst_window: float = BURST_WINDOW_SECONDS,
+    ) -> None:
         self._db = db
         self._clock = clock
+        self._keyring = keyring
+        self._burst_window = burst_window
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+        self._bursts: dict[tuple[str, str], _Burst] = {}
+        self._bursts_guard = threading.Lock()
 
-    def record(self, tenant: str, actor: str, action: str, **detail: Any) -> None:
-        """Append one event. `detail` must hold ids and counts only."""
-        body = json.dumps(detail, separators=(",", ":"), sort_keys=True)
+    # writing -----------------------------------------------------------------------------------
+    def record(
+        self,
+        tenant: str,
+        actor: str,
+        action: str,
+        *,
+        subject: Mapping[str, str | None] | None = None,
+        **details: Any,
+    ) -> dict[str, Any]:
+        """Append one event and return it. `details` hold counts, flags, names and ids only.
+
+        Keyword arguments named like ids (`user_id`, `agent_id`, `key_id`, `note_id`, …) join
+        `subject`; a subject `user_id` is replaced by its keyed pseudonym.
+        """
+        merged: dict[str, str | None] = dict(subject or {})
+        for name in SUBJECT_KEYS:
+            if name in details:
+                merged[name] = details.pop(name)
+        clean_subject = self._subject(tenant, merged)
+        for name, value in details.items():
+            _check_detail(name, value)
+        canonical(details)
+        if not _SAFE_STRING.fullmatch(actor) or not _SAFE_STRING.fullmatch(action):
+            raise InvalidRequest("audit actor and action must be ids or names")
+        return self._append(tenant, actor[:64], action[:64], clean_subject, details)
+
+    def _subject(self, tenant: str, subject: Mapping[str, str | None]) -> dict[str, str | None]:
+        out: dict[str, str | None] = {}
+        for name, value in subject.items():
+            if value is None:
+                out[name] = None
+                continue
+            if not isinstance(value, str) or not is_valid_id(value):
+                raise InvalidRequest(f"audit subject {name} must be an id")
+            if name in PSEUDONYMOUS:
+                value = self._keyring.index_key(tenant).tag(PSEUDONYMOUS[name] + value)
+            out[name] = value
+        return out
+
+    def _append(
+        self,
+        tenant: str,
+        actor: str,
+        action: str,
+        subject: dict[str, str | None],
+        details: dict[str, Any],
+    ) -> dict[str, Any]:
+        subject_json = canonical(subject).decode()
+        details_json = canonical(details).decode()
+        with self._tenant_lock(tenant):
+            for attempt in range(MAX_ATTEMPTS):
+                try:
+                    with self._db.session(tenant) as sess:
+                        if self._db.is_postgres:
+                            sess.execute(
+                                text("SELECT pg_advisory_xact_lock(:c, hashtext(:t))"),
+                                {"c": _LOCK_CLASS, "t": tenant},
+                            )
+                        last = sess.execute(
+                            select(AuditEventRow.seq, AuditEventRow.hash)
+                            .where(AuditEventRow.tenant_id == tenant)
+                            .order_by(AuditEventRow.seq.desc())
+                            .limit(1)
+                        ).first()
+                        event: dict[str, Any] = {
+                            "seq": 1 if last is None else int(last[0]) + 1,
+                            "tenant_id": tenant,
+                            "at": utc(self._clock()),
+                            "actor": actor,
+                            "action": action,
+                            "subject": subject,
+                            "details": details,
+                            "prev": GENESIS if last is None else str(last[1]),
+                        }
+                        event["hash"] = event_hash(event)
+                        sess.add(
+                            AuditEventRow(
+                                tenant_id=tenant,
+                                seq=event["seq"],
+                                at=event["at"],
+                                actor=actor,
+                                action=action,
+                                subject=subject_json,
+                                details=details_json,
+                                prev=event["prev"],
+                                hash=event["hash"],
+                            )
+                        )
+                    return event
+                except (IntegrityError, OperationalError):
+                    # Another process appended the same seq first (or held SQLite's lock).
+                    if attempt == MAX_ATTEMPTS - 1:
+                        raise
+                    time.sleep(min(0.2, 0.002 * (attempt + 1)))
+        raise VaultError("audit append failed")  # pragma: no cover - the loop returns or raises
+
+    def _tenant_lock(self, tenant: str) -> threading.Lock:
+        with self._locks_guard:
+            lock = self._locks.get(tenant)
+            if lock is None:
+                lock = self._locks[tenant] = threading.Lock()
+            return lock
+
+    # security bursts ---------------------------------------------------------------------------
+    def note_denied(self, tenant: str, kind: str, key_id: str) -> None:
+        """Count one refused request (`kind`: "unauthorized" or "forbidden") of a known key.
+
+        A tenant's refusals of one kind are summed over a window (`BURST_WINDOW_SECONDS` from the
+        first one) into ONE event, written when the window is over (at the next refusal or the
+        next `flush_bursts`). A key id that is not a key of `tenant` is ignored (metrics only).
+        """
+        if (
+            not is_valid_id(tenant)
+            or not is_valid_id(key_id)
+            or not self._key_known(tenant, key_id)
+        ):
+            return
+        now = self._clock()
+        with self._bursts_guard:
+            burst = self._bursts.get((tenant, kind))
+            if burst is None:
+                burst = self._bursts[(tenant, kind)] = _Burst(now, now)
+            burst.count += 1
+            burst.last = now
+            if len(burst.keys) < 100:
+                burst.keys.add(key_id)
+        self.flush_bursts()
+
+    def flush_bursts(self, *, force: bool = False) -> int:
+        """Write one event per burst whose window is over (every burst with `force`)."""
+        now = self._clock()
+        with self._bursts_guard:
+            due = [
+                (key, burst)
+                for key, burst in self._bursts.items()
+                if force or now >= burst.first + self._burst_window
+            ]
+            for key, _ in due:
+                del self._bursts[key]
+        for (tenant, kind), burst in due:
+            keys = sorted(burst.keys)
+            self.record(
+                tenant,
+                "system",
+                f"security.{kind}",
+                subject={"key_id": keys[0]} if len(keys) == 1 else {},
+                count=burst.count,
+                distinct_keys=len(keys),
+                first_at=utc(burst.first),
+                last_at=utc(burst.last),
+                window_seconds=int(self._burst_window),
+            )
+        return len(due)
+
+    def _key_known(self, tenant: str, key_id: str) -> bool:
+        with self._db.session(tenant) as sess:
+            return (
+                sess.execute(
+                    select(ApiKeyRow.key_id).where(
+                        ApiKeyRow.tenant_id == tenant, ApiKeyRow.key_id == key_id
+                    )
+                ).first()
+                is not None
+            )
+
+    # reading -----------------------------------------------------------------------------------
+    def head(self, tenant: str) -> tuple[int, str]:
+        """`(seq, hash)` of the tenant's last event, `(0, 64 zeros)` when it has none."""
         with self._db.session(tenant) as sess:
             last = sess.execute(
-                select(AuditEventRow)
+                select(AuditEventRow.seq, AuditEventRow.hash)
                 .where(AuditEventRow.tenant_id == tenant)
                 .order_by(AuditEventRow.seq.desc())
                 .limit(1)
-                .with_for_update()
-            ).scalar_one_or_none()
-            seq = 1 if last is None else last.seq + 1
-            prev = GENESIS if last is None else last.hash
-            ts = self._clock()
-            sess.add(
-                AuditEventRow(
-                    tenant_id=tenant,
-                    seq=seq,
-                    ts=ts,
-                    actor=actor,
-                    action=action,
-                    detail=body,
-                    prev_hash=prev,
-                    hash=_event_hash(prev, seq, ts, actor, action, body),
-                )
-            )
+            ).first()
+        return (0, GENESIS) if last is None else (int(last[0]), str(last[1]))
 
-    def events(self, tenant: str) -> Iterator[dict[str, Any]]:
-        """Every event of a tenant, oldest first, as plain dicts (for JSONL export)."""
-        with self._db.session(tenant) as sess:
-            rows = sess.execute(
+    def events(
+        self, tenant: str, since_seq: int = 0, until_seq: int | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """Events with `since_seq < seq <= until_seq`, oldest first, read in batches (no
+        transaction stays open between batches, so a long export does not block writers)."""
+        after = since_seq
+        while True:
+            query = (
                 select(AuditEventRow)
-                .where(AuditEventRow.tenant_id == tenant)
+                .where(AuditEventRow.tenant_id == tenant, AuditEventRow.seq > after)
                 .order_by(AuditEventRow.seq)
-            ).scalars()
-            for row in rows:
-                yield {
-                    "seq": row.seq,
-                    "ts": row.ts,
-                    "actor": row.actor,
-                    "action": row.action,
-                    "detail": json.loads(row.detail),
-                    "prev_hash": row.prev_hash,
-                    "hash": row.hash,
-                }
+                .limit(BATCH)
+            )
+            if until_seq is not None:
+                query = query.where(AuditEventRow.seq <= until_seq)
+            with self._db.session(tenant) as sess:
+                batch = [row_to_event(row) for row in sess.execute(query).scalars()]
+            yield from batch
+            if len(batch) < BATCH:
+                return
+            after = batch[-1]["seq"]
 
     def verify(self, tenant: str) -> bool:
-        """True when every event's hash matches its content and its predecessor."""
-        prev = GENESIS
+        """True when seqs run 1, 2, … and every hash matches its content and predecessor."""
+        prev, expected_seq = GENESIS, 1
         for event in self.events(tenant):
-            body = json.dumps(event["detail"], separators=(",", ":"), sort_keys=True)
-            expected = _event_hash(
-                prev, event["seq"], event["ts"], event["actor"], event["action"], body
-            )
-            if event["prev_hash"] != prev or event["hash"] != expected:
+            if event["seq"] != expected_seq or event["prev"] != prev:
                 return False
-            prev = event["hash"]
+            if event["hash"] != event_hash(event):
+                return False
+            prev, expected_seq = event["hash"], expected_seq + 1
         return True
 
     def count(self, tenant: str) -> int:
+        """How many events the tenant has."""
         with self._db.session(tenant) as sess:
             return int(
                 sess.execute(

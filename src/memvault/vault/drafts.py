@@ -36,6 +36,16 @@ def content_hash(tag: Callable[[str], str], storage: Scope, text: str) -> str:
     return tag(f"note|{storage.user}|{storage.agent}|{text}")
 
 
+def user_tag(tag: Callable[[str], str], user: str) -> str:
+    """Blind tag of a user id in the vector index (the partition key of its points)."""
+    return tag("user:" + user)
+
+
+def agent_tag(tag: Callable[[str], str], agent: str) -> str:
+    """Blind tag of an agent or reader id (`*` included) in the vector index."""
+    return tag("agent:" + agent)
+
+
 def topic_tag(tag: Callable[[str], str], topic: str) -> str:
     """Blind tag of a topic: case-insensitive, keyed per tenant."""
     return tag("topic:" + topic.strip().casefold())

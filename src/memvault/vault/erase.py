@@ -1,19 +1,27 @@
-"""Erasure: block the scope, destroy the keys, then vectors, rows, links and caches; verify zero.
+"""Erasure steps: revoke, shred, delete vectors, delete rows and caches, scrub, count.
 
-Order, so that no write can race it:
-1. block the scope in the `ScopeGuard` (new operations get 409 `scope_erasing`) and revoke its
-   API keys (new requests get 401);
-2. wait for the operations already in flight to finish (`ScopeBusy` if they outlast the drain);
-3. shred the keys, delete vectors, rows and links, evict caches;
-4. count every store again: `verified` only when every count is zero.
+A subject is a user, one agent of a user, or a whole tenant (`OwnedBy`). Each step is idempotent,
+so a job that crashed between steps can run the same step again (`memvault.compliance.erasure`
+persists which step it reached and signs a receipt at the end). `Eraser.erase` runs every step
+at once, in order, for callers that need no job:
+
+1. block the subject in the `ScopeGuard` (new operations get 409 `scope_erasing`) and delete its
+   API keys (new requests get 401); wait for operations in flight to finish;
+2. shred its data keys (crypto-shredding: every copy of its ciphertext is dead);
+3. delete its vectors: the index removes the user's partition, or rebuilds it without the agent;
+4. delete its rows, links, idempotency records, refusals and cached embeddings;
+5. scrub: checkpoint the SQLite WAL (secure_delete zeroes freed pages) and compact the index;
+6. count every store again: `verified` only when every count is zero.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import ColumnElement, delete, func, select
 
+from memvault.vault.drafts import agent_tag, user_tag
 from memvault.vault.idempotency_records import (
     count_idempotency_records,
     delete_idempotency_records,
@@ -22,11 +30,13 @@ from memvault.vault.index.base import PointFilter
 from memvault.vault.links import delete_links_of
 from memvault.vault.notes import ErasureReport
 from memvault.vault.principals import ApiKeys
+from memvault.vault.screen_gate import refusal_principal
 from memvault.vault.service import Vault, namespace_for
 from memvault.vault.store.models import (
     ApiKeyRow,
     AuditEventRow,
     CorpusStatsRow,
+    ErasureJobRow,
     IdempotencyRow,
     LinkRow,
     NoteRow,
@@ -34,120 +44,220 @@ from memvault.vault.store.models import (
     TenantRow,
 )
 from memvault.vault.store.scoping import OwnedBy, scoped_delete, scoped_select
+from memvault.vault.store.vacuum import ERASE_TABLES, vacuum_tables
+
+log = logging.getLogger(__name__)
+
+TENANT_ROW_MODELS = (
+    NoteRow,
+    LinkRow,
+    ApiKeyRow,
+    RefusalRow,
+    CorpusStatsRow,
+    AuditEventRow,
+    IdempotencyRow,
+    ErasureJobRow,
+)
+"""Every per-tenant table a tenant deletion empties (the `tenants` row goes last)."""
 
 
 class Eraser:
-    """Crypto-shreds a (tenant, user[, agent]) and deletes everything derived from it."""
+    """Crypto-shreds a subject and deletes everything derived from it, step by step."""
 
     def __init__(self, vault: Vault, keys: ApiKeys | None = None) -> None:
         self._vault = vault
         self._parts = vault.parts
         self._keys = keys
 
+    # -- the whole erase, in one call ---------------------------------------------------------
+
     def erase(self, tenant: str, user: str, agent: str | None = None) -> ErasureReport:
         """Erase a user (every agent and the shared scope) or one agent of a user.
 
-        The user's (or agent's) API keys are revoked first; in-flight operations on the user
-        finish before anything is destroyed, and new ones are refused until the erase is done.
+        The subject's API keys are deleted first; in-flight operations on the user finish
+        before anything is destroyed, and new ones are refused until the erase is done.
         """
-        OwnedBy(tenant, user, agent)  # validates the ids before anything happens
-        with self._parts.guard.blocking(
-            tenant, user, before_drain=self._revoker(tenant, user, agent)
-        ):
-            return self._erase(tenant, user, agent)
+        subject = OwnedBy(tenant, user, agent)
+        with self._parts.guard.blocking(tenant, user, before_drain=self.revoker(subject)):
+            keys = self.shred_keys(subject)
+            vectors = self.delete_vectors(subject)
+            counts = self.delete_rows(subject)
+            self.scrub(subject)
+            return ErasureReport(
+                tenant=tenant,
+                user=user,
+                agent=agent,
+                keys_destroyed=keys,
+                vectors_deleted=vectors,
+                rows_deleted=counts["notes"],
+                links_deleted=counts["links"],
+                remaining=self.remaining(tenant, user, agent),
+            )
 
-    def _revoker(self, tenant: str, user: str | None, agent: str | None) -> Callable[[], None]:
+    def drop_tenant(self, tenant: str) -> dict[str, int]:
+        """Delete a tenant: block it, drop its keys, shred, drop its namespace, delete its rows."""
+        subject = OwnedBy(tenant)
+        with self._parts.guard.blocking(tenant, None, before_drain=self.revoker(subject)):
+            counts = {"keys_destroyed": self.shred_keys(subject)}
+            counts["vectors_deleted"] = self.delete_vectors(subject)
+            counts.update({f"{k}_deleted": v for k, v in self.delete_rows(subject).items()})
+            self.scrub(subject)
+            return counts
+
+    # -- steps ---------------------------------------------------------------------------------
+
+    def revoker(self, subject: OwnedBy) -> Callable[[], None]:
+        """The first step as a callable (run inside `ScopeGuard.blocking`, before the drain)."""
+
         def revoke() -> None:
-            if self._keys is None:
-                return
-            if user is None:
-                self._keys.delete_tenant(tenant)
-            else:
-                self._keys.revoke_scope(tenant, user, agent)
+            self.delete_api_keys(subject)
 
         return revoke
 
-    def _erase(self, tenant: str, user: str, agent: str | None) -> ErasureReport:
-        target = OwnedBy(tenant, user, agent)
-        namespace = namespace_for(tenant)
-        keys = self._parts.keyring.shred(tenant, user, agent)
-        where = PointFilter(user_id=user, agent_id=agent)
-        vectors = self._parts.index.count(namespace, where)
+    def delete_api_keys(self, subject: OwnedBy) -> int:
+        """Delete the subject's API keys (rows, not just revoked: they hold its ids)."""
+        if self._keys is None:
+            return 0
+        if subject.user is None:
+            return self._keys.delete_tenant(subject.tenant)
+        where = [ApiKeyRow.tenant_id == subject.tenant, ApiKeyRow.user_id == subject.user]
+        if subject.agent is not None:
+            where.append(ApiKeyRow.agent_id == subject.agent)
+        with self._parts.db.session(subject.tenant) as sess:
+            return int(sess.execute(delete(ApiKeyRow).where(*where)).rowcount)  # type: ignore[attr-defined]
+
+    def shred_keys(self, subject: OwnedBy) -> int:
+        """Destroy the subject's data keys (a tenant: its tenant and index keys too)."""
+        return self._parts.keyring.shred(subject.tenant, subject.user, subject.agent)
+
+    def point_filter(self, subject: OwnedBy) -> PointFilter:
+        """The index filter of the subject's points (blind tags; empty for a tenant).
+
+        Works after the shred: the index key is a tenant key, which a user's erase keeps.
+        """
+        if subject.user is None:
+            return PointFilter()
+        tag = self._parts.keyring.index_key(subject.tenant).tag
+        return PointFilter(
+            user_id=user_tag(tag, subject.user),
+            agent_id=None if subject.agent is None else agent_tag(tag, subject.agent),
+        )
+
+    def delete_vectors(self, subject: OwnedBy) -> int:
+        """Delete the subject's points: physically (the partition goes, or is rebuilt)."""
+        namespace = namespace_for(subject.tenant)
+        if subject.user is None:
+            count = self._parts.index.count(namespace, PointFilter())
+            self._parts.index.drop_namespace(namespace)
+            return count
+        where = self.point_filter(subject)
+        count = self._parts.index.count(namespace, where)
         self._parts.index.delete_where(namespace, where)
+        return count
+
+    def delete_rows(self, subject: OwnedBy) -> dict[str, int]:
+        """Delete the subject's rows, links, idempotency records, refusals and cached vectors.
+
+        Pending retrieval counters are flushed first, so none is left queued for a gone row.
+        """
+        self._parts.retrievals.flush()
+        if subject.user is None:
+            counts = self._delete_tenant_rows(subject.tenant)
+        else:
+            counts = self._delete_scope_rows(subject)
+        self._parts.embedder.evict_scope(subject.tenant, subject.user, subject.agent)
+        return counts
+
+    def _delete_scope_rows(self, subject: OwnedBy) -> dict[str, int]:
+        tenant, user, agent = subject.tenant, subject.user, subject.agent
+        assert user is not None
+        namespace = namespace_for(tenant)
+        refusals = self._refusal_clause(subject)
         with self._parts.db.session(tenant) as sess:
-            doomed = list(sess.execute(scoped_select(target)).scalars())
-            ids = [r.id for r in doomed]
-            links = delete_links_of(sess, tenant, ids)
+            doomed = list(sess.execute(scoped_select(subject)).scalars())
+            links = delete_links_of(sess, tenant, [r.id for r in doomed])
             self._parts.corpus.adjust(
                 sess, tenant, namespace, -len(doomed), -sum(r.token_count for r in doomed)
             )
-            rows = int(sess.execute(scoped_delete(target)).rowcount)  # type: ignore[attr-defined]
-            delete_idempotency_records(sess, tenant, user, agent)
-        self._parts.embedder.evict_scope(tenant, user, agent)
-        return ErasureReport(
-            tenant=tenant,
-            user=user,
-            agent=agent,
-            keys_destroyed=keys,
-            vectors_deleted=vectors,
-            rows_deleted=rows,
-            links_deleted=links,
-            remaining=self.remaining(tenant, user, agent),
+            rows = int(sess.execute(scoped_delete(subject)).rowcount)  # type: ignore[attr-defined]
+            replays = delete_idempotency_records(sess, tenant, user, agent)
+            refused = int(sess.execute(delete(RefusalRow).where(*refusals)).rowcount)  # type: ignore[attr-defined]
+        return {"notes": rows, "links": links, "idempotency_records": replays, "refusals": refused}
+
+    def _delete_tenant_rows(self, tenant: str) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        with self._parts.db.session(tenant) as sess:
+            for model in TENANT_ROW_MODELS:
+                result = sess.execute(delete(model).where(model.tenant_id == tenant))
+                counts[model.__tablename__] = int(result.rowcount)  # type: ignore[attr-defined]
+            sess.execute(delete(TenantRow).where(TenantRow.tenant_id == tenant))
+        self._parts.corpus.forget_tenant(tenant)
+        self._parts.gate.forget_policy(tenant)
+        return counts
+
+    def _refusal_clause(self, subject: OwnedBy) -> list[ColumnElement[bool]]:
+        assert subject.user is not None
+        tag = self._parts.keyring.index_key(subject.tenant).tag
+        principal = refusal_principal(tag, subject.user, subject.agent)
+        match = (
+            RefusalRow.principal.startswith(principal, autoescape=True)
+            if subject.agent is None
+            else RefusalRow.principal == principal
         )
+        return [RefusalRow.tenant_id == subject.tenant, match]
+
+    def scrub(self, subject: OwnedBy) -> None:
+        """Overwrite what deletion freed: SQLite WAL checkpoint, index compaction.
+
+        SQLite runs with `secure_delete`, so the checkpoint writes zeroed pages back into the
+        database file and truncates the WAL. PostgreSQL: VACUUM the touched tables when the
+        owner's URL is configured (only the owner may VACUUM): see docs/erasure.md.
+        """
+        db = self._parts.db
+        db.checkpoint()
+        if db.is_postgres and db.maintenance_url:
+            try:
+                vacuum_tables(db.maintenance_url, db.schema, ERASE_TABLES)
+            except Exception as exc:  # the erase stands; autovacuum or the operator finishes
+                log.warning("VACUUM after an erase failed: %s", type(exc).__name__)
+        if subject.user is not None:
+            self._parts.index.compact(namespace_for(subject.tenant))
+
+    # -- verification --------------------------------------------------------------------------
 
     def remaining(self, tenant: str, user: str, agent: str | None = None) -> dict[str, int]:
-        """What every store still holds for the scope: all zero after a successful erase."""
-        target = OwnedBy(tenant, user, agent)
+        """What every erasable store still holds for the scope: all zero after an erase."""
+        subject = OwnedBy(tenant, user, agent)
         with self._parts.db.session(tenant) as sess:
             rows = sess.execute(
-                select(func.count()).select_from(scoped_select(target).subquery())
+                select(func.count()).select_from(scoped_select(subject).subquery())
             ).scalar_one()
             replays = count_idempotency_records(sess, tenant, user, agent)
-            link_filter = [LinkRow.tenant_id == tenant, LinkRow.user_id == user]
             links = 0
             if agent is None:
                 links = sess.execute(
-                    select(func.count()).select_from(LinkRow).where(*link_filter)
+                    select(func.count())
+                    .select_from(LinkRow)
+                    .where(LinkRow.tenant_id == tenant, LinkRow.user_id == user)
                 ).scalar_one()
+            refusals = sess.execute(
+                select(func.count()).select_from(RefusalRow).where(*self._refusal_clause(subject))
+            ).scalar_one()
+            keys_where = [ApiKeyRow.tenant_id == tenant, ApiKeyRow.user_id == user]
+            if agent is not None:
+                keys_where.append(ApiKeyRow.agent_id == agent)
+            api_keys = sess.execute(
+                select(func.count()).select_from(ApiKeyRow).where(*keys_where)
+            ).scalar_one()
         return {
             "sql_rows": int(rows),
             "links": int(links),
             "index_points": self._parts.index.count(
-                namespace_for(tenant), PointFilter(user_id=user, agent_id=agent)
+                namespace_for(tenant), self.point_filter(subject)
             ),
             "data_keys": self._parts.keyring.count_keys(tenant, user, agent),
             "embedding_cache": self._parts.embedder.count_scope(tenant, user, agent),
             "idempotency_records": int(replays),
+            "refusals": int(refusals),
+            "api_keys": int(api_keys),
         }
-
-    def drop_tenant(self, tenant: str) -> dict[str, int]:
-        """Delete a tenant: block it, drop its keys, shred, drop its namespace, delete its rows."""
-        OwnedBy(tenant)
-        with self._parts.guard.blocking(
-            tenant, None, before_drain=self._revoker(tenant, None, None)
-        ):
-            return self._drop_tenant(tenant)
-
-    def _drop_tenant(self, tenant: str) -> dict[str, int]:
-        keys = self._parts.keyring.shred(tenant)
-        namespace = namespace_for(tenant)
-        vectors = self._parts.index.count(namespace, PointFilter())
-        self._parts.index.drop_namespace(namespace)
-        counts = {"keys_destroyed": keys, "vectors_deleted": vectors}
-        with self._parts.db.session(tenant) as sess:
-            for model in (
-                NoteRow,
-                LinkRow,
-                ApiKeyRow,
-                RefusalRow,
-                CorpusStatsRow,
-                AuditEventRow,
-                IdempotencyRow,
-            ):
-                result = sess.execute(delete(model).where(model.tenant_id == tenant))
-                counts[f"{model.__tablename__}_deleted"] = int(result.rowcount)  # type: ignore[attr-defined]
-            sess.execute(delete(TenantRow).where(TenantRow.tenant_id == tenant))
-        self._parts.embedder.evict_scope(tenant)
-        self._parts.corpus.forget_tenant(tenant)
-        self._parts.gate.forget_policy(tenant)
-        return counts

@@ -152,7 +152,12 @@ def _open_parts(
     """Open the parts in order; `opened` collects how to close each, should a later one fail."""
     database_url = settings.resolved_database_url()
     private_sqlite_file(database_url)
-    db = Database(database_url, schema=settings.db_schema)
+    admin_url = settings.database_admin_url
+    db = Database(
+        database_url,
+        schema=settings.db_schema,
+        maintenance_url=admin_url if admin_url and admin_url.startswith("postgresql") else None,
+    )
     opened.append(db.dispose)
     db.migrate()
     ring = keyring or Keyring.open(settings.resolved_keystore_url(), master_key_provider(settings))
@@ -166,7 +171,7 @@ def _open_parts(
         opened.append(vectors.close)
     clock = time.time
     active_screen = default_screen() if screen is True else (screen or None)
-    gate = ScreenGate(db, active_screen, clock)
+    gate = ScreenGate(db, active_screen, clock, tagger=lambda t: ring.index_key(t).tag)
     parts = VaultParts(
         retrievals=RetrievalLog(db, clock),
         db=db,
@@ -177,6 +182,8 @@ def _open_parts(
         clock=clock,
     )
     vault = Vault(parts)
+    audit = AuditLog(db, clock, ring)
+    gate.audit = audit
     keys = ApiKeys(db, clock)
     return Services(
         settings=settings,
@@ -186,10 +193,10 @@ def _open_parts(
         vault=vault,
         keys=keys,
         tenants=Tenants(db, keys, clock),
-        audit=AuditLog(db, clock),
+        audit=audit,
         eraser=Eraser(vault, keys),
         reconciler=Reconciler(vault),
         gate=gate,
         data_dir_lock=lock,
-        sweepers=[idempotency_sweeper(db, clock)],
+        sweepers=[idempotency_sweeper(db, clock), audit.flush_bursts],
     )

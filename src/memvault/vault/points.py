@@ -1,7 +1,8 @@
 """Index points of notes: dense embeddings, keyed BM25 sparse vectors and a payload without text.
 
-The payload holds ids, an int flag, blind topic tags (HMAC under the tenant's index key), the
-creation time and the embedding model id: never text.
+The payload holds blind tags (HMAC under the tenant's index key) of the user, agent, readers and
+topics, an int flag, the note type, the creation time and the embedding model id: never text and
+never an id in clear, so an erased user's id is in no index file.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from memvault.scope import Scope
-from memvault.vault.drafts import topic_tag
+from memvault.vault.drafts import agent_tag, topic_tag, user_tag
 from memvault.vault.index.base import IndexPoint
 from memvault.vault.store.models import NoteRow
 from memvault.vault.store.scoping import parse_member_list
@@ -58,9 +59,9 @@ def _point(
         dense=vector.tolist(),
         sparse=sparse if sparse.indices else None,
         payload={
-            "user_id": row.user_id,
-            "agent_id": row.agent_id,
-            "readers": parse_member_list(row.readers),
+            "user_id": user_tag(index_key.tag, row.user_id),
+            "agent_id": agent_tag(index_key.tag, row.agent_id),
+            "readers": [agent_tag(index_key.tag, r) for r in parse_member_list(row.readers)],
             "is_active": int(row.is_active),
             "note_type": row.note_type,
             "topic_tags": [topic_tag(index_key.tag, t) for t in topics],

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from memvault.errors import DecryptionError, KeyNotFound
 from memvault.vault.guard import ScopeErasing
 from memvault.vault.index.base import PointFilter
+from memvault.vault.links import delete_links_of
 from memvault.vault.service import ACTIVE, PENDING, Vault, namespace_for
 from memvault.vault.store.models import NoteRow
 from memvault.vault.store.scoping import OwnedBy, scoped_delete, scoped_select, scoped_update
@@ -184,10 +185,11 @@ class Reconciler:
         tally.updates += 1
 
     def _remove(self, row: NoteRow) -> None:
-        """A row whose keys are gone: delete it and its vector."""
+        """A row whose keys are gone: delete it, its links and its vector."""
         tenant = row.tenant_id
         namespace = namespace_for(tenant)
         with self._parts.db.session(tenant) as sess:
+            delete_links_of(sess, tenant, [row.id])
             gone = sess.execute(scoped_delete(OwnedBy(tenant), NoteRow.id == row.id))
             if gone.rowcount:  # type: ignore[attr-defined]
                 self._parts.corpus.adjust(sess, tenant, namespace, -1, -row.token_count)

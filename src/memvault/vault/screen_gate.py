@@ -25,6 +25,9 @@ from sqlalchemy import func, select
 
 from memvault.errors import ScreenRefused
 from memvault.scope import Scope
+from memvault.vault.audit import AuditLog, safe_name
+from memvault.vault.drafts import agent_tag, user_tag
+from memvault.vault.fields import check_ttl
 from memvault.vault.ids import uuid7
 from memvault.vault.store.database import Database
 from memvault.vault.store.models import RefusalRow, TenantRow
@@ -52,6 +55,15 @@ PSEUDONYM_HEX = 8
 """32 bits: 10,000 distinct numbers in a tenant collide with probability about 1%."""
 
 
+def refusal_principal(tag: Callable[[str], str], user: str, agent: str | None = None) -> str:
+    """How a refusal names its principal: blind tags `<user tag>/<agent tag prefix>` (64 chars).
+
+    With `agent=None`, the prefix every refusal of the user starts with (for erasure).
+    """
+    prefix = user_tag(tag, user) + "/"
+    return prefix if agent is None else prefix + agent_tag(tag, agent)[:31]
+
+
 def keyed_pseudonym(tag: Callable[[str], str]) -> Pseudonym:
     """The pseudonym function of a tenant, from its index key's `tag`."""
 
@@ -72,8 +84,30 @@ class ScreenedNote:
     redacted_types: tuple[str, ...] = ()
 
 
+NOTE_TYPES = ("memory", "knowledge")
+
+
+@dataclass(frozen=True, slots=True)
+class TenantPolicy:
+    """A tenant's stored policy: the write screen's settings and the default TTL per note type.
+
+    `screen` is None when the tenant keeps the screen's defaults. `ttl_days` maps each note type
+    to the days a note of that type lives when its write names no `ttl_days` (None: no expiry).
+    """
+
+    screen: ScreenPolicy | None = None
+    ttl_days: tuple[tuple[str, float | None], ...] = ()
+
+    def ttl_for(self, note_type: str) -> float | None:
+        """The default TTL in days of `note_type` (None: notes of that type do not expire)."""
+        return dict(self.ttl_days).get(note_type)
+
+
 class ScreenGate:
     """Runs the screen with the tenant's policy and records refusals without content."""
+
+    audit: AuditLog | None = None
+    """Set by the factory: each refusal is also an audit event (detector and code, no value)."""
 
     def __init__(
         self,
@@ -82,12 +116,15 @@ class ScreenGate:
         clock: Callable[[], float],
         *,
         policy_ttl: float = POLICY_TTL_SECONDS,
+        tagger: Callable[[str], Callable[[str], str]] | None = None,
     ) -> None:
         self._db = db
+        # The tenant's keyed tag function: refusals name the principal by blind tags, never ids.
+        self._tagger = tagger
         self._screen = screen
         self._clock = clock
         self._policy_ttl = policy_ttl
-        self._policies: dict[str, tuple[float, ScreenPolicy | None]] = {}
+        self._policies: dict[str, tuple[float, TenantPolicy]] = {}
         self._policies_lock = threading.Lock()
 
     def _policy_if_screening(self, scope: Scope) -> ScreenPolicy | None:
@@ -186,7 +223,18 @@ class ScreenGate:
         )
 
     def policy(self, tenant: str) -> ScreenPolicy | None:
-        """The tenant's screen policy (None: the screen's defaults), cached per tenant.
+        """The tenant's screen policy (None: the screen's defaults), cached per tenant."""
+        return self.tenant_policy(tenant).screen
+
+    def ttl_default(self, tenant: str, note_type: str) -> float | None:
+        """Days a new note of `note_type` lives when its write names no `ttl_days` (None: ever).
+
+        Read at write time only: a policy change applies to notes written after it.
+        """
+        return self.tenant_policy(tenant).ttl_for(note_type)
+
+    def tenant_policy(self, tenant: str) -> TenantPolicy:
+        """The tenant's whole stored policy, cached per tenant.
 
         `forget_policy` drops the entry when this process changes a policy; another process's
         change is seen within `policy_ttl` seconds (5 by default).
@@ -206,7 +254,7 @@ class ScreenGate:
         with self._policies_lock:
             self._policies.pop(tenant, None)
 
-    def _load_policy(self, tenant: str) -> ScreenPolicy | None:
+    def _load_policy(self, tenant: str) -> TenantPolicy:
         from memvault.screening import ScreenPolicy
 
         with self._db.session(tenant) as sess:
@@ -214,11 +262,15 @@ class ScreenGate:
                 select(TenantRow.policy_json).where(TenantRow.tenant_id == tenant)
             ).scalar_one_or_none()
         if not raw or raw == "{}":
-            return None
+            return TenantPolicy()
         data = json.loads(raw)
-        return ScreenPolicy(
-            pii=data.get("pii", {}),
-            allow_suspicious_shared=bool(data.get("allow_suspicious_shared", False)),
+        ttl = data.get("ttl_days") or {}
+        return TenantPolicy(
+            screen=ScreenPolicy(
+                pii=data.get("pii", {}),
+                allow_suspicious_shared=bool(data.get("allow_suspicious_shared", False)),
+            ),
+            ttl_days=tuple((kind, check_ttl(ttl.get(kind))) for kind in NOTE_TYPES),
         )
 
     def refusal_counts(self, tenant: str) -> dict[str, int]:
@@ -231,6 +283,11 @@ class ScreenGate:
             ).all()
         return {detector: int(n) for detector, n in rows}
 
+    def _refusal_principal(self, scope: Scope) -> str:
+        if self._tagger is None:
+            return "unknown"
+        return refusal_principal(self._tagger(scope.tenant), scope.user, scope.agent)
+
     def _record_refusal(self, scope: Scope, code: str, detector: str) -> None:
         with self._db.session(scope.tenant) as sess:
             sess.add(
@@ -238,8 +295,17 @@ class ScreenGate:
                     tenant_id=scope.tenant,
                     id=uuid7(),
                     ts=self._clock(),
-                    principal=f"{scope.user}/{scope.agent}"[:64],
+                    principal=self._refusal_principal(scope),
                     code=code,
                     detector=detector[:64],
                 )
+            )
+        if self.audit is not None:
+            self.audit.record(
+                scope.tenant,
+                "system",
+                "screen.refused",
+                subject={"user_id": scope.user, "agent_id": scope.agent},
+                detector=safe_name(detector),
+                code=safe_name(code),
             )

@@ -29,9 +29,11 @@ from memvault.vault.drafts import (
     ACTIVE,
     PENDING,
     NoteDraft,
+    agent_tag,
     content_hash,
     namespace_for,
     topic_tag,
+    user_tag,
 )
 from memvault.vault.embed.cache import CachedEmbedder
 from memvault.vault.fields import (
@@ -318,20 +320,23 @@ class ScopedVault:
         if topics:
             key = self._parts.keyring.index_key(self.scope.tenant)
             tags = tuple(topic_tag(key.tag, t) for t in topics if t.strip())
-        return PointFilter(
-            user_id=self.scope.user,
-            readers_any=(self.scope.agent, WILDCARD_READER),
-            active_only=True,
-            topic_tags=tags,
+        user, readers = self.index_tags()
+        return PointFilter(user_id=user, readers_any=readers, active_only=True, topic_tags=tags)
+
+    def index_tags(self) -> tuple[str, tuple[str, ...]]:
+        """The caller's blind user tag and reader tags (its agent and `*`) in the index."""
+        tag = self._parts.keyring.index_key(self.scope.tenant).tag
+        return user_tag(tag, self.scope.user), (
+            agent_tag(tag, self.scope.agent),
+            agent_tag(tag, WILDCARD_READER),
         )
 
     def hydrate(self, hits: Sequence[Hit], via: str = "search") -> list[SearchHit]:
         """Load and decrypt the notes behind index hits, re-checking every one's scope."""
+        user, readers = self.index_tags()
         for hit in hits:
             payload = hit.payload
-            if not self.readable.admits(
-                self.scope.tenant, str(payload.get("user_id")), list(payload.get("readers", []))
-            ):
+            if payload.get("user_id") != user or not set(readers) & set(payload.get("readers", [])):
                 raise ScopeViolation("the index returned a point outside the caller's scopes")
         ids = [h.id for h in hits]
         if not ids:
@@ -367,12 +372,13 @@ class ScopedVault:
     # -- helpers shared with the write paths ---------------------------------------------------
 
     def live_clause(self) -> tuple[Any, ...]:
+        """Active, not soft-deleted and not expired now (expiry needs no sweep to take effect)."""
+        return (NoteRow.status == ACTIVE, NoteRow.is_active == 1, self.unexpired_clause())
+
+    def unexpired_clause(self) -> Any:
+        """Not expired at the vault clock's now: a note is gone from the moment it expires."""
         now = self._parts.clock()
-        return (
-            NoteRow.status == ACTIVE,
-            NoteRow.is_active == 1,
-            (NoteRow.expires_at.is_(None)) | (NoteRow.expires_at > now),
-        )
+        return (NoteRow.expires_at.is_(None)) | (NoteRow.expires_at > now)
 
     def _checked(self, note: Note) -> Note:
         if not self.readable.admits(note.tenant, note.user, list(note.readers)):
@@ -385,8 +391,8 @@ class ScopedVault:
         if canonical is None:
             raise NotFound("no such memory")
         where = [NoteRow.id == canonical]
-        if include_inactive:
-            where.append(NoteRow.status == ACTIVE)
+        if include_inactive:  # soft-deleted notes too (for a purge), never expired ones
+            where.extend((NoteRow.status == ACTIVE, self.unexpired_clause()))
         else:
             where.extend(self.live_clause())
         with self._parts.db.session(self.scope.tenant) as sess:

@@ -192,6 +192,8 @@ class NoteWriter:
         topics = check_topics(draft.topics, kind)
         source = check_source(draft.source)
         ttl_days = check_ttl(draft.ttl_days)
+        if ttl_days is None:  # the tenant's default for the type, as of this write
+            ttl_days = self._parts.gate.ttl_default(self.scope.tenant, kind)
         if draft.visibility not in ("private", "shared"):
             raise InvalidRequest("visibility must be 'private' or 'shared'")
         shared = draft.visibility == "shared"

@@ -12,7 +12,9 @@ PostgreSQL runs with two roles:
 
 from __future__ import annotations
 
+import logging
 import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,6 +29,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from memvault.errors import VaultError
 from memvault.vault.store.models import TenantRow
+
+log = logging.getLogger(__name__)
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 APP_ROLE = "memvault_app"
@@ -65,8 +69,12 @@ class Database:
     never changes role, so the connection's rights are the login role's and nothing more.
     """
 
-    def __init__(self, url: str, *, schema: str | None = None) -> None:
+    def __init__(
+        self, url: str, *, schema: str | None = None, maintenance_url: str | None = None
+    ) -> None:
         self.url = url
+        # PostgreSQL: the owner's URL, used only to VACUUM after an erase (see store/vacuum.py).
+        self.maintenance_url = maintenance_url
         self.is_postgres = url.startswith("postgresql")
         self.schema = schema
         self.engine: Engine = _make_engine(url, schema)
@@ -142,6 +150,25 @@ class Database:
             else:
                 ids = sess.execute(select(TenantRow.tenant_id)).scalars()
             return sorted(str(t) for t in ids)
+
+    def checkpoint(self, attempts: int = 50) -> bool:
+        """SQLite: checkpoint the WAL into the database file and truncate it; True when done.
+
+        With `secure_delete` on, deleted rows were zeroed in their pages; the checkpoint
+        moves those pages into the file and empties the WAL, so no copy of a deleted row stays
+        in either. A reader holding an old snapshot blocks it: retried, then False (logged).
+        PostgreSQL: nothing to do here (returns True); see docs/erasure.md.
+        """
+        if self.is_postgres:
+            return True
+        for attempt in range(attempts):
+            with self.engine.connect() as conn:
+                busy, _, _ = conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)").one()
+            if not busy:
+                return True
+            time.sleep(min(0.01 * (attempt + 1), 0.2))
+        log.warning("sqlite WAL checkpoint stayed busy after %d attempts", attempts)
+        return False
 
     def dispose(self) -> None:
         self.engine.dispose()

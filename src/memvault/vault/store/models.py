@@ -122,17 +122,23 @@ class ApiKeyRow(Base):
 
 
 class AuditEventRow(Base):
-    """Hash-chained audit log per tenant. Ids and counts only, never text."""
+    """Hash-chained audit log per tenant (DESIGN "Audit event"). Ids and counts only, never text.
+
+    `subject` and `details` hold canonical JSON; `at` is the RFC 3339 string that was hashed;
+    `hash` is SHA-256 of the canonical JSON of the event without `hash`. Subject user ids are
+    keyed pseudonyms (the tenant's index key), never clear ids.
+    """
 
     __tablename__ = "audit_events"
 
     tenant_id: Mapped[str] = mapped_column(ID, primary_key=True)
     seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-    ts: Mapped[float] = mapped_column(Float)
+    at: Mapped[str] = mapped_column(String(32))
     actor: Mapped[str] = mapped_column(String(64))
     action: Mapped[str] = mapped_column(String(64))
-    detail: Mapped[str] = mapped_column(Text)
-    prev_hash: Mapped[str] = mapped_column(String(64))
+    subject: Mapped[str] = mapped_column(Text)
+    details: Mapped[str] = mapped_column(Text)
+    prev: Mapped[str] = mapped_column(String(64))
     hash: Mapped[str] = mapped_column(String(64))
 
 
@@ -191,6 +197,47 @@ class IdempotencyRow(Base):
     __table_args__ = (Index("ix_idempotency_created", "tenant_id", "created_at"),)
 
 
+class ErasureJobRow(Base):
+    """A durable erase job of one user or agent; its subject and receipt are sealed records.
+
+    `sealed` holds the subject ids, the requester and the counts so far, sealed under the
+    tenant key (`Keyring.seal_record`), so no erased id stays in clear; `subject_tag` is a keyed
+    tag of the subject. `step` is the last step completed; a restart resumes after it.
+    """
+
+    __tablename__ = "erasure_jobs"
+
+    tenant_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    id: Mapped[str] = mapped_column(UUID_LEN, primary_key=True)
+    subject_tag: Mapped[str] = mapped_column(String(64))
+    state: Mapped[str] = mapped_column(String(16))  # running | done
+    step: Mapped[str] = mapped_column(String(32))
+    sealed: Mapped[bytes] = mapped_column(LargeBinary)
+    receipt_ct: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    created_at: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[float] = mapped_column(Float)
+
+    __table_args__ = (Index("ix_erasure_jobs_state", "tenant_id", "state"),)
+
+
+class TenantDeletionRow(Base):
+    """An operator's tenant deletion job and its signed receipt (ids and counts only).
+
+    No `tenant_id` column: the tenant's own rows (and RLS context) are gone when it completes.
+    """
+
+    __tablename__ = "tenant_deletions"
+
+    id: Mapped[str] = mapped_column(UUID_LEN, primary_key=True)
+    subject_tenant: Mapped[str] = mapped_column(ID)
+    state: Mapped[str] = mapped_column(String(16))
+    step: Mapped[str] = mapped_column(String(32))
+    progress: Mapped[str] = mapped_column(Text)  # JSON counts
+    receipt: Mapped[str | None] = mapped_column(Text, nullable=True)  # signed receipt JSON
+    created_at: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[float] = mapped_column(Float)
+
+
 TENANT_TABLES = (
     "notes",
     "links",
@@ -199,5 +246,9 @@ TENANT_TABLES = (
     "refusals",
     "corpus_stats",
     "idempotency_keys",
+    "erasure_jobs",
 )
 """Tables with row-level security on PostgreSQL."""
+
+OPERATOR_TABLES = ("tenants", "tenant_deletions")
+"""Tables without a per-tenant primary key: the tenant registry and the operator's deletions."""

@@ -1,0 +1,171 @@
+"""The data subject access export: every note and link one user has in a tenant, decrypted.
+
+`DsarExport` reads exactly one `(tenant, user)`: every agent's notes, the user's shared notes, and
+the links between them. Rows are selected through `OwnedBy(tenant, user)` (the scoped-predicate
+helper), read in keyset-ordered batches so nothing holds the whole export in memory, and each row's
+tenant and user are checked again before it is handed out: a mismatch raises `ScopeViolation`
+rather than writing another person's data into the export.
+
+What is in it: active notes, including soft-deleted ones (`active=False`), which are still held;
+not expired notes (their TTL has passed: no read returns them, and the retention sweep deletes
+them), nor pending writes a crash left unfinished. Links are listed when both ends are in it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, func, select
+
+from memvault.errors import ScopeViolation
+from memvault.vault.drafts import ACTIVE
+from memvault.vault.notes import Note
+from memvault.vault.service import Vault
+from memvault.vault.store.models import LinkRow, NoteRow
+from memvault.vault.store.scoping import OwnedBy, scoped_select
+
+BATCH = 200
+"""Rows read (and decrypted) per query."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExportedNote:
+    """One decrypted note of the subject; `active` is False for a soft-deleted note."""
+
+    note: Note
+    active: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ExportedLink:
+    """A link between two exported notes."""
+
+    source_id: str
+    target_id: str
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ExportSummary:
+    """Who the export is about, when it was taken, and how many notes and links it holds."""
+
+    tenant: str
+    user: str
+    at: float
+    notes: int
+    links: int
+
+
+class DsarExport:
+    """One user's data in one tenant, read in batches. Construct per request.
+
+    Expiry is judged at one instant, the vault clock when the export is created, and notes
+    written after it are left out, so the summary and the rows agree unless a note is deleted
+    while the export runs. Each batch runs inside the scope guard: an
+    erase of the user that starts during the export stops it (`ScopeErasing`) instead of racing it.
+    """
+
+    def __init__(self, vault: Vault, tenant: str, user: str, *, batch: int = BATCH) -> None:
+        self._owner = OwnedBy(tenant, user)  # validates both ids
+        self._vault = vault
+        self._parts = vault.parts
+        self.tenant = tenant
+        self.user = user
+        self.at = self._parts.clock()
+        self._batch = batch
+
+    def _note_where(self) -> tuple[ColumnElement[bool], ...]:
+        unexpired = NoteRow.expires_at.is_(None) | (NoteRow.expires_at > self.at)
+        return (NoteRow.status == ACTIVE, NoteRow.created_at <= self.at, unexpired)
+
+    def _note_ids(self) -> Any:
+        """The subject's exported note ids, as a subquery (for the link predicate)."""
+        return scoped_select(self._owner, *self._note_where()).with_only_columns(NoteRow.id)
+
+    def _link_where(self) -> tuple[ColumnElement[bool], ...]:
+        ids = self._note_ids()
+        return (
+            LinkRow.tenant_id == self.tenant,
+            LinkRow.user_id == self.user,
+            LinkRow.src_id.in_(ids),
+            LinkRow.dst_id.in_(ids),
+        )
+
+    def summary(self) -> ExportSummary:
+        """The counts of notes and links the export holds."""
+        with (
+            self._parts.guard.using(self.tenant, self.user),
+            self._parts.db.session(self.tenant) as sess,
+        ):
+            notes = sess.execute(
+                select(func.count()).select_from(
+                    scoped_select(self._owner, *self._note_where()).subquery()
+                )
+            ).scalar_one()
+            links = sess.execute(
+                select(func.count()).select_from(LinkRow).where(*self._link_where())
+            ).scalar_one()
+        return ExportSummary(self.tenant, self.user, self.at, int(notes), int(links))
+
+    def note_batches(self) -> Iterator[list[ExportedNote]]:
+        """The subject's notes, oldest id first, one decrypted batch at a time."""
+        after = ""
+        while True:
+            with (
+                self._parts.guard.using(self.tenant, self.user),
+                self._parts.db.session(self.tenant) as sess,
+            ):
+                rows = list(
+                    sess.execute(
+                        scoped_select(self._owner, *self._note_where(), NoteRow.id > after)
+                        .order_by(NoteRow.id)
+                        .limit(self._batch)
+                    ).scalars()
+                )
+                batch = [self._exported(row) for row in rows]
+            if batch:
+                yield batch
+            if len(rows) < self._batch:
+                return
+            after = rows[-1].id
+
+    def link_batches(self) -> Iterator[list[ExportedLink]]:
+        """Links between the subject's exported notes, one batch at a time."""
+        after = ("", "")
+        while True:
+            with (
+                self._parts.guard.using(self.tenant, self.user),
+                self._parts.db.session(self.tenant) as sess,
+            ):
+                keyset = (LinkRow.src_id > after[0]) | and_(
+                    LinkRow.src_id == after[0], LinkRow.dst_id > after[1]
+                )
+                rows = list(
+                    sess.execute(
+                        select(LinkRow)
+                        .where(*self._link_where(), keyset)
+                        .order_by(LinkRow.src_id, LinkRow.dst_id)
+                        .limit(self._batch)
+                    ).scalars()
+                )
+                batch = [self._link(row) for row in rows]
+            if batch:
+                yield batch
+            if len(rows) < self._batch:
+                return
+            after = (rows[-1].src_id, rows[-1].dst_id)
+
+    def _exported(self, row: NoteRow) -> ExportedNote:
+        if row.tenant_id != self.tenant or row.user_id != self.user:
+            raise ScopeViolation("a note of another subject reached the export")
+        note = self._vault.decrypt_row(row)
+        if note.tenant != self.tenant or note.user != self.user:
+            raise ScopeViolation("a note of another subject reached the export")
+        return ExportedNote(note, bool(row.is_active))
+
+    def _link(self, row: LinkRow) -> ExportedLink:
+        if row.tenant_id != self.tenant or row.user_id != self.user:
+            raise ScopeViolation("a link of another subject reached the export")
+        return ExportedLink(row.src_id, row.dst_id, row.created_at)

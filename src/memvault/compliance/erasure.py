@@ -1,0 +1,365 @@
+"""Erase jobs: durable, resumable, ending in a receipt signed with the deployment key.
+
+Steps, in order (`STEPS`); each is idempotent and its completion is persisted before the next:
+
+0. `count`   - count every erasable store of the inventory (the receipt's `deleted` figures
+   survive a crash between a step and its record this way);
+1. `revoke`  - block the subject in the `ScopeGuard`, delete its API keys, drain in-flight work;
+2. `shred`   - destroy its data keys (every copy of its ciphertext is dead, backups included);
+3. `vectors` - delete its vectors physically (the user's index partition goes, or is rebuilt);
+4. `rows`    - delete rows, links, refusals, idempotency records, counters, cached embeddings;
+5. `scrub`   - SQLite WAL checkpoint (secure_delete zeroed the pages), index compaction;
+6. `verify`  - count every erasable store of the inventory again;
+7. `sign`    - sign the receipt (DESIGN.md "Compliance formats"); `verified` only if all zero.
+
+The job row (`erasure_jobs`) keeps the subject, the counts and the receipt sealed under the
+tenant key, so no erased id stays in clear; a crash resumes at the first step not recorded
+(`ErasureJobs.resume`, run at startup).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select
+
+from memvault.compliance import inventory
+from memvault.compliance.canonical import rfc3339
+from memvault.compliance.rotation_erasure import forget_subject
+from memvault.compliance.signatures import sign_document
+from memvault.errors import NotFound
+from memvault.vault.drafts import user_tag
+from memvault.vault.ids import uuid7
+from memvault.vault.store.models import ErasureJobRow
+from memvault.vault.store.scoping import OwnedBy
+
+if TYPE_CHECKING:
+    from memvault.vault.factory import Services
+
+log = logging.getLogger(__name__)
+
+STEPS = ("count", "revoke", "shred", "vectors", "rows", "scrub", "verify", "sign")
+CREATED = "created"
+RUNNING = "running"
+DONE = "done"
+_JOB = "erasure-job"
+_RECEIPT = "erasure-receipt"
+
+Fault = Callable[[str], None]
+
+
+@dataclass
+class JobState:
+    """What a job knows (sealed in its row): the subject, who asked, and the counts so far."""
+
+    user_id: str
+    agent_id: str | None
+    requested_by: str
+    requested_at: float
+    keys_destroyed: int = 0
+    deleted: dict[str, int] = field(default_factory=dict)
+    before: dict[str, int] = field(default_factory=dict)
+    remaining: dict[str, int] = field(default_factory=dict)
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(self.__dict__, sort_keys=True).encode()
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> JobState:
+        return cls(**json.loads(raw))
+
+
+class ErasureJobs:
+    """Starts, runs, resumes and reports erase jobs of users and agents."""
+
+    def __init__(self, services: Services, *, clock: Callable[[], float] = time.time) -> None:
+        self._services = services
+        self._clock = clock
+        self.fault: Fault | None = None
+        """Test hook: called with `before:<step>` and `after:<step>` (after = done, unrecorded)."""
+        self._threads: dict[str, threading.Thread] = {}
+        self._lock = threading.Lock()
+
+    # -- starting and running --------------------------------------------------------------------
+
+    def start(self, tenant: str, user: str, agent: str | None, requested_by: str) -> str:
+        """Record a new job (nothing is erased yet) and return its id."""
+        OwnedBy(tenant, user, agent)  # validates the ids
+        job_id = uuid7()
+        state = JobState(user, agent, requested_by, self._clock())
+        keyring = self._services.keyring
+        now = self._clock()
+        with self._services.db.session(tenant) as sess:
+            sess.add(
+                ErasureJobRow(
+                    tenant_id=tenant,
+                    id=job_id,
+                    subject_tag=user_tag(keyring.index_key(tenant).tag, user),
+                    state=RUNNING,
+                    step=CREATED,
+                    sealed=keyring.seal_record(tenant, _JOB, job_id, state.to_bytes()),
+                    receipt_ct=None,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+        return job_id
+
+    def submit(
+        self, tenant: str, user: str, agent: str | None, requested_by: str, wait: float
+    ) -> tuple[str, dict[str, Any] | None]:
+        """Start a job in the background; its receipt if it finished within `wait` seconds."""
+        job_id = self.start(tenant, user, agent, requested_by)
+        thread = threading.Thread(
+            target=self._run_logged, args=(tenant, job_id), name=f"erase-{job_id}", daemon=True
+        )
+        with self._lock:
+            self._threads[job_id] = thread
+        thread.start()
+        thread.join(wait)
+        if thread.is_alive():
+            return job_id, None
+        return job_id, self.receipt(tenant, job_id)
+
+    def _run_logged(self, tenant: str, job_id: str) -> None:
+        try:
+            self.run(tenant, job_id)
+        except Exception as exc:  # the job stays `running`; the next resume retries it
+            log.warning("erase job %s stopped: %s", job_id, type(exc).__name__)
+        finally:
+            with self._lock:
+                self._threads.pop(job_id, None)
+
+    def run(self, tenant: str, job_id: str) -> dict[str, Any]:
+        """Run the job's remaining steps and return its signed receipt."""
+        row = self._row(tenant, job_id)
+        if row.state == DONE:
+            return self.receipt(tenant, job_id)
+        job = _Job(self, tenant, job_id, self._open(tenant, row), row.step)
+
+        def revoke() -> None:
+            job.step("revoke")
+
+        job.step("count")
+        with self._services.vault.parts.guard.blocking(
+            tenant, job.state.user_id, before_drain=revoke
+        ):
+            for step in STEPS[2:]:
+                job.step(step)
+        return self.receipt(tenant, job_id)
+
+    def resume(self) -> int:
+        """Finish every job a crash or restart left unfinished; returns how many finished."""
+        finished = 0
+        for tenant in self._services.db.tenant_ids():
+            with self._services.db.session(tenant) as sess:
+                ids = list(
+                    sess.execute(
+                        select(ErasureJobRow.id).where(
+                            ErasureJobRow.tenant_id == tenant, ErasureJobRow.state == RUNNING
+                        )
+                    ).scalars()
+                )
+            for job_id in ids:
+                try:
+                    self.run(tenant, job_id)
+                    finished += 1
+                except Exception as exc:
+                    log.warning("erase job %s not resumed: %s", job_id, type(exc).__name__)
+        return finished
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def receipt(self, tenant: str, job_id: str) -> dict[str, Any]:
+        """The signed receipt of a finished job; NotFound for an unknown or unfinished one."""
+        row = self._row(tenant, job_id)
+        if row.state != DONE or row.receipt_ct is None:
+            raise NotFound("no receipt for this erasure yet")
+        raw = self._services.keyring.open_record(tenant, _RECEIPT, job_id, row.receipt_ct)
+        receipt: dict[str, Any] = json.loads(raw)
+        return receipt
+
+    def view(self, tenant: str, job_id: str) -> dict[str, Any]:
+        """The job as the API shows it: its receipt when done, else its progress."""
+        row = self._row(tenant, job_id)
+        if row.state == DONE:
+            return {"id": job_id, "state": DONE, **self.receipt(tenant, job_id)}
+        state = self._open(tenant, row)
+        reached = STEPS.index(row.step) + 1 if row.step in STEPS else 0
+        return {
+            "id": job_id,
+            "state": row.state,
+            "subject": {"user_id": state.user_id, "agent_id": state.agent_id},
+            "requested_at": rfc3339(state.requested_at),
+            "steps_done": reached,
+            "steps_total": len(STEPS),
+            "step": row.step,
+        }
+
+    def list(self, tenant: str, limit: int = 100) -> list[dict[str, Any]]:
+        """The tenant's jobs, newest first."""
+        with self._services.db.session(tenant) as sess:
+            ids = list(
+                sess.execute(
+                    select(ErasureJobRow.id)
+                    .where(ErasureJobRow.tenant_id == tenant)
+                    .order_by(ErasureJobRow.created_at.desc(), ErasureJobRow.id.desc())
+                    .limit(limit)
+                ).scalars()
+            )
+        return [self.view(tenant, job_id) for job_id in ids]
+
+    def wait(self, timeout: float = 60.0) -> None:
+        """Wait for the background jobs of this process (tests and shutdown)."""
+        with self._lock:
+            threads = list(self._threads.values())
+        for thread in threads:
+            thread.join(timeout)
+
+    # -- rows ----------------------------------------------------------------------------------
+
+    def _row(self, tenant: str, job_id: str) -> ErasureJobRow:
+        if not isinstance(job_id, str) or len(job_id) > 64:
+            raise NotFound("no such erasure")
+        with self._services.db.session(tenant) as sess:
+            row = sess.get(ErasureJobRow, (tenant, job_id))
+        if row is None:
+            raise NotFound("no such erasure")
+        return row
+
+    def _open(self, tenant: str, row: ErasureJobRow) -> JobState:
+        return JobState.from_bytes(
+            self._services.keyring.open_record(tenant, _JOB, row.id, row.sealed)
+        )
+
+    def record(self, tenant: str, job_id: str, step: str, state: JobState) -> None:
+        """Persist that `step` is done, with the counts so far."""
+        sealed = self._services.keyring.seal_record(tenant, _JOB, job_id, state.to_bytes())
+        with self._services.db.session(tenant) as sess:
+            row = sess.get(ErasureJobRow, (tenant, job_id))
+            if row is None:
+                raise NotFound("no such erasure")
+            row.step, row.sealed, row.updated_at = step, sealed, self._clock()
+
+    def finish(self, tenant: str, job_id: str, receipt: dict[str, Any]) -> None:
+        """Store the signed receipt and mark the job done, in one transaction."""
+        sealed = self._services.keyring.seal_record(
+            tenant, _RECEIPT, job_id, json.dumps(receipt, sort_keys=True).encode()
+        )
+        with self._services.db.session(tenant) as sess:
+            row = sess.get(ErasureJobRow, (tenant, job_id))
+            if row is None:
+                raise NotFound("no such erasure")
+            row.step, row.state, row.receipt_ct = "sign", DONE, sealed
+            row.updated_at = self._clock()
+        self._services.db.checkpoint()
+
+    @property
+    def services(self) -> Services:
+        return self._services
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        return self._clock
+
+
+def _put(state: JobState, store: str, count: int) -> None:
+    state.deleted[store] = state.deleted.get(store, 0) + int(count)
+
+
+class _Job:
+    """One run of a job: executes the steps it has not recorded yet, in order."""
+
+    def __init__(
+        self, jobs: ErasureJobs, tenant: str, job_id: str, state: JobState, reached: str
+    ) -> None:
+        self.jobs = jobs
+        self.tenant = tenant
+        self.job_id = job_id
+        self.state = state
+        self.done = set(STEPS[: STEPS.index(reached) + 1] if reached in STEPS else ())
+        self.subject = OwnedBy(tenant, state.user_id, state.agent_id)
+
+    def step(self, name: str) -> None:
+        if name in self.done:
+            return
+        fault = self.jobs.fault
+        if fault is not None:
+            fault(f"before:{name}")
+        getattr(self, f"_{name}")()
+        if fault is not None:
+            fault(f"after:{name}")
+        if name != "sign":  # `finish` records the last step with the receipt
+            self.jobs.record(self.tenant, self.job_id, name, self.state)
+        self.done.add(name)
+
+    def _count(self) -> None:
+        self.state.before = inventory.remaining(self.jobs.services, self.subject)
+
+    def _revoke(self) -> None:
+        _put(self.state, "api_keys", self.jobs.services.eraser.delete_api_keys(self.subject))
+
+    def _shred(self) -> None:
+        destroyed = self.jobs.services.eraser.shred_keys(self.subject)
+        self.state.keys_destroyed += destroyed
+        _put(self.state, "data_keys", destroyed)
+
+    def _vectors(self) -> None:
+        _put(self.state, "vectors", self.jobs.services.eraser.delete_vectors(self.subject))
+
+    def _rows(self) -> None:
+        services, subject = self.jobs.services, self.subject
+        counters = inventory.store("retrieval_counters").count
+        assert counters is not None
+        _put(self.state, "retrieval_counters", counters(services, subject))
+        cached = services.vault.parts.embedder.count_scope(
+            subject.tenant, subject.user, subject.agent
+        )
+        _put(self.state, "embedding_cache", cached)
+        counts = services.eraser.delete_rows(subject)
+        for name in ("notes", "links", "refusals", "idempotency_records"):
+            _put(self.state, name, counts.get(name, 0))
+        assert subject.user is not None
+        rotations = forget_subject(services, subject.tenant, subject.user, subject.agent)
+        _put(self.state, "key_rotation_jobs", rotations)
+
+    def _scrub(self) -> None:
+        self.jobs.services.eraser.scrub(self.subject)
+
+    def _verify(self) -> None:
+        self.state.remaining = inventory.remaining(self.jobs.services, self.subject)
+
+    def _sign(self) -> None:
+        state = self.state
+        stores = [
+            {
+                "store": name,
+                "deleted": max(state.deleted.get(name, 0), state.before.get(name, 0) - left),
+                "remaining": left,
+            }
+            for name, left in sorted(state.remaining.items())
+        ]
+        body = {
+            "id": self.job_id,
+            "tenant_id": self.tenant,
+            "subject": {"user_id": state.user_id, "agent_id": state.agent_id},
+            "requested_by": state.requested_by,
+            "requested_at": rfc3339(state.requested_at),
+            "completed_at": rfc3339(self.jobs.clock()),
+            "keys_destroyed": max(
+                state.keys_destroyed,
+                state.before.get("data_keys", 0) - state.remaining.get("data_keys", 0),
+            ),
+            "stores": stores,
+            "verified": bool(stores) and all(s["remaining"] == 0 for s in stores),
+        }
+        key_id, signature = sign_document(self.jobs.services.keyring.signing_keys(), body)
+        self.jobs.finish(
+            self.tenant, self.job_id, {"receipt": body, "key_id": key_id, "signature": signature}
+        )

@@ -1,0 +1,246 @@
+"""The deletion inventory: every place data about a user goes, with its counter and its eraser.
+
+One registry, `STORES`. Each entry names what it holds, what an erase does to it (`on_erase`),
+the erase step that does it (`erased_by`, a step of `memvault.compliance.erasure`), the tables or
+stores it covers, and how to count what it still holds for a subject. An erase is `verified`
+only when every erasable entry counts zero. `tests/test_compliance/test_inventory.py` fails when
+a table of the data store or keystore, or a vector index adapter, is not named here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sqlalchemy import MetaData, func, select
+
+from memvault.vault.store.models import NoteRow
+from memvault.vault.store.scoping import OwnedBy, scoped_select
+
+if TYPE_CHECKING:
+    from memvault.vault.factory import Services
+
+Counter = Callable[["Services", OwnedBy], int]
+
+DELETED = "deleted"
+SHREDDED = "crypto-shredded"
+RETAINED = "retained as pseudonymous ids"
+NOT_PERSONAL = "holds no data about a user"
+DOCUMENTED = "documented (outside the service)"
+
+
+@dataclass(frozen=True, slots=True)
+class Store:
+    """One place data about a user can go."""
+
+    name: str
+    holds: str
+    on_erase: str
+    erased_by: str | None = None
+    tables: tuple[str, ...] = ()
+    adapters: tuple[str, ...] = ()
+    count: Counter | None = None
+
+    @property
+    def erasable(self) -> bool:
+        """Whether an erase must leave this store at zero for the subject."""
+        return self.count is not None and self.on_erase in (DELETED, SHREDDED)
+
+
+def _remaining(key: str) -> Counter:
+    def count(services: Services, subject: OwnedBy) -> int:
+        assert subject.user is not None
+        return services.eraser.remaining(subject.tenant, subject.user, subject.agent)[key]
+
+    return count
+
+
+def _retrieval_counters(services: Services, subject: OwnedBy) -> int:
+    with services.db.session(subject.tenant) as sess:
+        query = scoped_select(subject, NoteRow.retrieval_count > 0).subquery()
+        return int(sess.execute(select(func.count()).select_from(query)).scalar_one())
+
+
+def _rotation_records(services: Services, subject: OwnedBy) -> int:
+    from memvault.compliance.rotation_erasure import count_subject
+
+    assert subject.user is not None
+    return count_subject(services, subject.tenant, subject.user, subject.agent)
+
+
+STORES: tuple[Store, ...] = (
+    Store(
+        "notes",
+        "note rows: ciphertext, keyed hashes, flags, the owner's ids",
+        DELETED,
+        "rows",
+        ("notes",),
+        count=_remaining("sql_rows"),
+    ),
+    Store(
+        "links",
+        "links between the user's notes",
+        DELETED,
+        "rows",
+        ("links",),
+        count=_remaining("links"),
+    ),
+    Store(
+        "evolution_history",
+        "A-MEM evolution history (not built yet: added by the A-MEM issue)",
+        DELETED,
+        "rows",
+    ),
+    Store(
+        "vectors",
+        "dense embeddings and keyed BM25 sparse vectors, payload of blind tags",
+        DELETED,
+        "vectors",
+        adapters=("EdgeIndex", "QdrantIndex"),
+        count=_remaining("index_points"),
+    ),
+    Store(
+        "embedding_cache",
+        "in-memory cache of recent embeddings, per scope",
+        DELETED,
+        "rows",
+        count=_remaining("embedding_cache"),
+    ),
+    Store(
+        "retrieval_counters",
+        "retrieval count and last access per note (queued in memory, then in the note row)",
+        DELETED,
+        "rows",
+        count=_retrieval_counters,
+    ),
+    Store(
+        "refusals",
+        "refused writes: detector and time, principal as blind tags",
+        DELETED,
+        "rows",
+        ("refusals",),
+        count=_remaining("refusals"),
+    ),
+    Store(
+        "idempotency_records",
+        "sealed replies of retried writes (24 h)",
+        DELETED,
+        "rows",
+        ("idempotency_keys",),
+        count=_remaining("idempotency_records"),
+    ),
+    Store(
+        "api_keys",
+        "the user's API keys (key id, secret hash, ids, role)",
+        DELETED,
+        "revoke",
+        ("api_keys",),
+        count=_remaining("api_keys"),
+    ),
+    Store(
+        "data_keys",
+        "the scope data keys (wrapped) in the keystore",
+        SHREDDED,
+        "shred",
+        ("keyring_data_keys",),
+        count=_remaining("data_keys"),
+    ),
+    Store(
+        "key_rotation_jobs",
+        "data key rotation jobs in the keystore: the scopes (ids) they re-encrypt",
+        DELETED,
+        "rows",
+        ("keyring_rotations",),
+        count=_rotation_records,
+    ),
+    Store(
+        "audit_events",
+        "who did what, when: key ids, counts, detector names, users as keyed pseudonyms",
+        RETAINED,
+        tables=("audit_events",),
+    ),
+    Store(
+        "erasure_jobs",
+        "erase jobs and receipts; the subject is sealed under the tenant key",
+        RETAINED,
+        tables=("erasure_jobs",),
+    ),
+    Store(
+        "tenant_records",
+        "tenant policy, corpus statistics, tenant and index keys, key rotation jobs",
+        NOT_PERSONAL,
+        tables=(
+            "tenants",
+            "corpus_stats",
+            "keyring_tenant_keys",
+            "keyring_index_keys",
+        ),
+    ),
+    Store(
+        "deployment_records",
+        "operator tenant deletions and the receipt signing keys",
+        NOT_PERSONAL,
+        tables=("tenant_deletions", "keyring_signing_keys"),
+    ),
+    Store(
+        "freed_storage",
+        "SQLite free pages and WAL; index segments and WAL of deleted points",
+        DELETED,
+        "scrub",
+    ),
+    Store(
+        "backups",
+        "operator backups of the data store (ciphertext only; keys backed up apart)",
+        SHREDDED,
+        "shred",
+    ),
+    Store(
+        "llm_processor",
+        "note text sent to the tenant's LLM processor (policy `llm`; off by default)",
+        DOCUMENTED,
+    ),
+)
+
+
+def store(name: str) -> Store:
+    """The registry entry named `name` (KeyError if there is none)."""
+    for entry in STORES:
+        if entry.name == name:
+            return entry
+    raise KeyError(name)
+
+
+def registered_tables() -> set[str]:
+    """Every table some entry covers."""
+    return {t for entry in STORES for t in entry.tables}
+
+
+def unregistered_tables(metadata: MetaData) -> set[str]:
+    """Tables of `metadata` that no entry covers (a new store someone forgot to register)."""
+    return set(metadata.tables) - registered_tables()
+
+
+def registered_adapters() -> set[str]:
+    """Every vector index adapter class some entry covers."""
+    return {a for entry in STORES for a in entry.adapters}
+
+
+def counts(services: Services, subject: OwnedBy) -> list[dict[str, object]]:
+    """Per store: what it holds, what an erase does to it, and its count for the subject."""
+    rows: list[dict[str, object]] = []
+    for entry in STORES:
+        rows.append(
+            {
+                "store": entry.name,
+                "holds": entry.holds,
+                "on_erase": entry.on_erase,
+                "count": None if entry.count is None else entry.count(services, subject),
+            }
+        )
+    return rows
+
+
+def remaining(services: Services, subject: OwnedBy) -> dict[str, int]:
+    """The count of every erasable store for the subject: all zero after an erase."""
+    return {e.name: e.count(services, subject) for e in STORES if e.erasable and e.count}

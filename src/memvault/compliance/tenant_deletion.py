@@ -1,0 +1,198 @@
+"""Tenant deletion as a durable job with a signed receipt (the operator's erase of a tenant).
+
+The same steps as a user's erase (`memvault.compliance.erasure.STEPS`), on the whole tenant:
+delete its API keys, shred its tenant, index and data keys, drop its vector namespace (folder
+and all), delete every row of every tenant table, checkpoint, count again, sign. The job lives in
+`tenant_deletions` (an operator table: the tenant's own rows are gone when it completes), so a
+crash resumes at startup and the receipt stays readable at `GET /v1/operator/tenant-deletions/{id}`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import func, select
+
+from memvault.compliance.canonical import rfc3339
+from memvault.compliance.erasure import DONE, RUNNING, STEPS, Fault
+from memvault.compliance.signatures import sign_document
+from memvault.errors import NotFound
+from memvault.vault.drafts import namespace_for
+from memvault.vault.erase import TENANT_ROW_MODELS
+from memvault.vault.ids import uuid7
+from memvault.vault.index.base import PointFilter
+from memvault.vault.store.models import TenantDeletionRow, TenantRow
+from memvault.vault.store.scoping import OwnedBy
+
+if TYPE_CHECKING:
+    from memvault.vault.factory import Services
+
+log = logging.getLogger(__name__)
+
+
+class TenantDeletions:
+    """Runs and resumes tenant deletions; keeps their signed receipts."""
+
+    def __init__(self, services: Services, *, clock: Callable[[], float] = time.time) -> None:
+        self._services = services
+        self._clock = clock
+        self.fault: Fault | None = None
+
+    def delete(self, tenant: str, requested_by: str = "operator") -> dict[str, Any]:
+        """Delete `tenant` now and return the signed receipt."""
+        OwnedBy(tenant)
+        job_id = uuid7()
+        now = self._clock()
+        progress = {"requested_by": requested_by, "requested_at": now, "deleted": {}}
+        with self._services.db.session(None) as sess:
+            sess.add(
+                TenantDeletionRow(
+                    id=job_id,
+                    subject_tenant=tenant,
+                    state=RUNNING,
+                    step="created",
+                    progress=json.dumps(progress),
+                    receipt=None,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+        return self.run(job_id)
+
+    def run(self, job_id: str) -> dict[str, Any]:
+        """Run the remaining steps of a deletion and return its receipt."""
+        row = self._row(job_id)
+        if row.state == DONE and row.receipt:
+            receipt: dict[str, Any] = json.loads(row.receipt)
+            return receipt
+        tenant, progress = row.subject_tenant, json.loads(row.progress)
+        done = set(STEPS[: STEPS.index(row.step) + 1] if row.step in STEPS else ())
+        eraser, subject = self._services.eraser, OwnedBy(tenant)
+        deleted: dict[str, int] = progress["deleted"]
+
+        def step(name: str, action: Callable[[], None]) -> None:
+            if name in done:
+                return
+            if self.fault is not None:
+                self.fault(f"before:{name}")
+            action()
+            if self.fault is not None:
+                self.fault(f"after:{name}")
+            self._record(job_id, name, progress)
+            done.add(name)
+
+        def revoke() -> None:
+            deleted["api_keys"] = eraser.delete_api_keys(subject)
+
+        def shred() -> None:
+            deleted["keys"] = eraser.shred_keys(subject)
+
+        def vectors() -> None:
+            deleted["vectors"] = eraser.delete_vectors(subject)
+
+        def rows() -> None:
+            for table, count in eraser.delete_rows(subject).items():
+                deleted[table] = count
+
+        def verify() -> None:
+            progress["remaining"] = self.remaining(tenant)
+
+        with self._services.vault.parts.guard.blocking(
+            tenant, None, before_drain=lambda: step("revoke", revoke)
+        ):
+            step("shred", shred)
+            step("vectors", vectors)
+            step("rows", rows)
+            step("scrub", lambda: eraser.scrub(subject))
+            step("verify", verify)
+        return self._sign(job_id, tenant, progress)
+
+    def remaining(self, tenant: str) -> dict[str, int]:
+        """What is left of the tenant in every store: all zero after its deletion."""
+        counts = {
+            "keys": self._services.keyring.count_keys(tenant),
+            "vectors": self._services.index.count(namespace_for(tenant), PointFilter()),
+            "namespace": int(namespace_for(tenant) in self._services.index.namespaces()),
+            "embedding_cache": self._services.vault.parts.embedder.count_scope(tenant),
+        }
+        with self._services.db.session(tenant) as sess:
+            for model in (*TENANT_ROW_MODELS, TenantRow):
+                counts[model.__tablename__] = int(
+                    sess.execute(
+                        select(func.count()).select_from(model).where(model.tenant_id == tenant)
+                    ).scalar_one()
+                )
+        return counts
+
+    def receipt(self, job_id: str) -> dict[str, Any]:
+        """The signed receipt of a finished deletion."""
+        row = self._row(job_id)
+        if row.state != DONE or not row.receipt:
+            raise NotFound("no receipt for this tenant deletion yet")
+        receipt: dict[str, Any] = json.loads(row.receipt)
+        return receipt
+
+    def resume(self) -> int:
+        """Finish every deletion a crash left unfinished; returns how many finished."""
+        with self._services.db.session(None) as sess:
+            ids = list(
+                sess.execute(
+                    select(TenantDeletionRow.id).where(TenantDeletionRow.state == RUNNING)
+                ).scalars()
+            )
+        finished = 0
+        for job_id in ids:
+            try:
+                self.run(job_id)
+                finished += 1
+            except Exception as exc:
+                log.warning("tenant deletion %s not resumed: %s", job_id, type(exc).__name__)
+        return finished
+
+    def _sign(self, job_id: str, tenant: str, progress: dict[str, Any]) -> dict[str, Any]:
+        remaining: dict[str, int] = progress.get("remaining", {})
+        deleted: dict[str, int] = progress["deleted"]
+        stores = [
+            {"store": name, "deleted": int(deleted.get(name, 0)), "remaining": int(left)}
+            for name, left in sorted(remaining.items())
+        ]
+        body = {
+            "id": job_id,
+            "tenant_id": tenant,
+            "subject": {"user_id": None, "agent_id": None},
+            "requested_by": progress["requested_by"],
+            "requested_at": rfc3339(progress["requested_at"]),
+            "completed_at": rfc3339(self._clock()),
+            "keys_destroyed": int(deleted.get("keys", 0)),
+            "stores": stores,
+            "verified": bool(stores) and all(s["remaining"] == 0 for s in stores),
+        }
+        key_id, signature = sign_document(self._services.keyring.signing_keys(), body)
+        receipt = {"receipt": body, "key_id": key_id, "signature": signature}
+        with self._services.db.session(None) as sess:
+            row = sess.get(TenantDeletionRow, job_id)
+            if row is None:
+                raise NotFound("no such tenant deletion")
+            row.state, row.step, row.receipt = DONE, "sign", json.dumps(receipt, sort_keys=True)
+            row.updated_at = self._clock()
+        return receipt
+
+    def _record(self, job_id: str, step: str, progress: dict[str, Any]) -> None:
+        with self._services.db.session(None) as sess:
+            row = sess.get(TenantDeletionRow, job_id)
+            if row is None:
+                raise NotFound("no such tenant deletion")
+            row.step, row.progress, row.updated_at = step, json.dumps(progress), self._clock()
+
+    def _row(self, job_id: str) -> TenantDeletionRow:
+        if not isinstance(job_id, str) or len(job_id) > 64:
+            raise NotFound("no such tenant deletion")
+        with self._services.db.session(None) as sess:
+            row = sess.get(TenantDeletionRow, job_id)
+        if row is None:
+            raise NotFound("no such tenant deletion")
+        return row
