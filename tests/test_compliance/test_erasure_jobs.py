@@ -184,6 +184,7 @@ def test_tenant_deletion_returns_a_signed_receipt(make_services: ServicesFactory
     assert body["receipt"]["verified"] is True and body["receipt"]["tenant_id"] == "t9"
     deleted = {s["store"]: s["deleted"] for s in body["receipt"]["stores"]}
     assert deleted["notes"] == 1
+    assert deleted["api_keys"] == 2  # the tenant admin's key and the agent's
     again = api.call("GET", f"/v1/operator/tenant-deletions/{body['id']}", OPERATOR_KEY)
     assert again.json()["signature"] == body["signature"]
     published = api.client.get("/v1/receipt-keys").json()["keys"]

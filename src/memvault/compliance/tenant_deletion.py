@@ -96,7 +96,7 @@ class TenantDeletions:
 
         def rows() -> None:
             for table, count in eraser.delete_rows(subject).items():
-                deleted[table] = count
+                deleted[table] = deleted.get(table, 0) + count  # api_keys: revoke deleted most
 
         def verify() -> None:
             progress["remaining"] = self.remaining(tenant)

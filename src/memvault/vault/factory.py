@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,6 +28,8 @@ from memvault.vault.screen_gate import ScreenGate
 from memvault.vault.service import Vault, VaultParts
 from memvault.vault.store.database import Database
 from memvault.vault.tenants import Tenants
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from memvault.screening import Screen
@@ -76,6 +79,10 @@ class Services:
         if self.maintenance is not None:
             self.maintenance.stop()
         try:
+            try:  # open 401/403 burst windows are written, not lost
+                self.audit.flush_bursts(force=True)
+            except Exception as exc:
+                log.warning("audit bursts not written at close: %s", type(exc).__name__)
             self.vault.parts.retrievals.close()
             self.index.close()
             self.keyring.close()
