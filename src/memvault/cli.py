@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import secrets
 from collections.abc import Callable
@@ -15,7 +16,9 @@ from pydantic import ValidationError
 from memvault.cli_backup import add_backup_commands
 from memvault.cli_compliance import register as add_compliance_commands
 from memvault.cli_db import db_app
+from memvault.cli_import import register as add_import_command
 from memvault.cli_keys import add_key_commands
+from memvault.cli_mcp import add_mcp_command
 from memvault.config import Settings
 from memvault.errors import VaultError
 from memvault.vault.datadir import DataDirLock, needs_lock
@@ -30,6 +33,7 @@ app.add_typer(operator_app, name="operator")
 app.add_typer(keys_app, name="keys")
 app.add_typer(db_app, name="db")
 add_compliance_commands(app)
+add_import_command(app)
 
 DataDir = Annotated[
     Path | None,
@@ -135,8 +139,19 @@ def serve(
     host: Annotated[str, typer.Option(help="Interface to bind")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port")] = 8700,
     data_dir: DataDir = None,
+    log_format: Annotated[
+        str, typer.Option("--log-format", help="json | text (both carry request ids)")
+    ] = "text",
 ) -> None:
     """Run the REST API (the embedded default unless MEMVAULT_DATABASE_URL/QDRANT_URL are set)."""
+    from memvault.observability import configure_logging, configure_tracing_from_env
+
+    if log_format not in ("json", "text"):
+        raise typer.BadParameter("must be json or text", param_hint="--log-format")
+    configure_logging("json" if log_format == "json" else "text")
+    configure_tracing_from_env()  # MEMVAULT_OTEL=1 with the otel extra installed
+    # In JSON mode the start-up lines are log records too, so stdout carries no plain text.
+    say = typer.echo if log_format == "text" else logging.getLogger("memvault.serve").info
     settings = _settings(data_dir)
     lock = lock_data_dir(settings)
     try:
@@ -145,19 +160,22 @@ def serve(
         if lock is not None:
             lock.release()
         raise
-    typer.echo(f"memvault: data in {settings.data_dir.resolve()}")
+    say(f"memvault: data in {settings.data_dir.resolve()}")
     if key_path is not None:
-        typer.echo(f"memvault: operator key in {key_path.resolve()}")
+        say(f"memvault: operator key in {key_path.resolve()}")
     else:
-        typer.echo("memvault: operator key from MEMVAULT_OPERATOR_KEY")
-    typer.echo("memvault: loading the embedding model ...")
+        say("memvault: operator key from MEMVAULT_OPERATOR_KEY")
+    say("memvault: loading the embedding model ...")
     services = open_cli_services(settings, lock)
     import uvicorn
 
     from memvault.api.app import create_app
 
     try:
-        uvicorn.run(create_app(services, operator_key=operator_key), host=host, port=port)
+        api = create_app(services, operator_key=operator_key)
+        # memvault's logging (configured above) formats uvicorn's records too; its access line
+        # (raw path and query) is replaced by memvault.access (route template, request id).
+        uvicorn.run(api, host=host, port=port, log_config=None, access_log=False)
     finally:
         services.close()
 
@@ -238,6 +256,7 @@ def demo(data_dir: DemoDataDir = None) -> None:
 
 add_key_commands(keys_app, command, _settings, lock_data_dir, open_cli_services)
 add_backup_commands(app, command, _settings)
+add_mcp_command(app, command, _settings, lock_data_dir, open_cli_services)
 
 if __name__ == "__main__":  # pragma: no cover
     app()

@@ -25,6 +25,8 @@ from memvault.api.errors import install_error_handlers
 from memvault.api.idempotency import install_idempotency
 from memvault.api.openapi import METRICS_CONTENT_TYPE, install_openapi
 from memvault.compliance.wiring import install as install_compliance
+from memvault.console import install_console
+from memvault.observability import ProcessMetrics, install_request_observer
 from memvault.vault.factory import Services
 
 
@@ -69,6 +71,7 @@ def create_app(services: Services, *, operator_key: str | None = None) -> FastAP
         ["route", "status"],
         registry=registry,
     )
+    registry.register(ProcessMetrics())  # the vault's stage timings and counters, per process
 
     def count_request(scope: Scope, status: int) -> None:
         route = scope.get("route")
@@ -89,13 +92,16 @@ def create_app(services: Services, *, operator_key: str | None = None) -> FastAP
 
     @app.get("/metrics", tags=["ops"])
     def metrics() -> Response:
-        """Prometheus text exposition format 0.0.4: requests by route and status."""
+        """Prometheus text exposition format 0.0.4 (see docs/observability.md)."""
         return Response(generate_latest(registry), media_type=METRICS_CONTENT_TYPE)
 
+    install_console(app)  # the admin console at /console (docs/console.md)
     install_idempotency(app)
     install_openapi(app)
     # The guard is the outermost middleware even if more (idempotency) is added after this line:
     # bad methods, oversized or over-deep bodies are refused first, and an exception anywhere
     # inside still leaves as a JSON 500 with a correlation id.
     install_guard(app, observe=count_request)
+    # Outside even the guard: its 405/413/500 responses carry a request id and are timed.
+    install_request_observer(app, registry)
     return app

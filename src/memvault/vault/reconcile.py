@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from memvault.errors import DecryptionError, KeyNotFound
+from memvault.observability import count_repairs
 from memvault.vault.guard import ScopeErasing
 from memvault.vault.index.base import PointFilter
 from memvault.vault.links import delete_links_of
@@ -82,6 +83,10 @@ class Reconciler:
             total.orphans += tally.orphans
             total.updates += tally.updates
             total.failed += tally.failed
+        count_repairs("completed", total.completed)
+        count_repairs("removed", total.removed)
+        count_repairs("orphan_deleted", total.orphans)
+        count_repairs("update_completed", total.updates)
         return ReconcileReport(
             total.completed,
             total.removed,

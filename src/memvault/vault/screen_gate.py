@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import func, select
 
 from memvault.errors import ScreenRefused
+from memvault.observability import count_refusal, timed_call
 from memvault.scope import Scope
 from memvault.vault.audit import AuditLog, safe_name
 from memvault.vault.drafts import agent_tag, user_tag
@@ -158,6 +159,7 @@ class ScreenGate:
         self._raise_if_refused(scope, result, field)
         return Screened(result.text, frozenset(), tuple(result.redacted_types))
 
+    @timed_call("screen", "ids")
     def screen_ids(self, scope: Scope, field: str, values: Sequence[str]) -> None:
         """Identifier values (`readers`): already in the id grammar; refuse a credential shape.
 
@@ -180,10 +182,12 @@ class ScreenGate:
         if result.refusal_code is None:
             return
         detector = result.detector or result.refusal_code
+        count_refusal(detector)
         self._record_refusal(scope, result.refusal_code, detector)
         message = f"refused by {detector}" if field == "text" else f"{field} refused by {detector}"
         raise ScreenRefused(result.refusal_code, detector, message)
 
+    @timed_call("screen", "note")
     def screen_note(
         self,
         scope: Scope,

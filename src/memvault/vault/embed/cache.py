@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from memvault.observability import timed_call
 from memvault.scope import Scope
 from memvault.vault.embed.base import Embedder, Vectors
 
@@ -180,10 +181,12 @@ class CachedEmbedder:
         """The cache in use (shared by every `CachedEmbedder` built on it)."""
         return self._cache
 
+    @timed_call("embed", "document")
     def embed_documents(self, scope: Scope, texts: Sequence[str]) -> Vectors:
         """Embed documents for `scope`: shape (len(texts), dimension), cached per text."""
         return self._embed(scope, DOCUMENT, list(texts))
 
+    @timed_call("embed", "query")
     def embed_query(self, scope: Scope, text: str) -> Vectors:
         """Embed a query for `scope`: shape (dimension,), cached."""
         return self._embed(scope, QUERY, [text])[0]

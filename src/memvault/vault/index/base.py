@@ -71,6 +71,23 @@ class Hit:
     payload: dict[str, Any] = field(default_factory=dict)
 
 
+TIMED_OPERATIONS = (
+    "upsert",
+    "set_payload",
+    "delete",
+    "delete_where",
+    "drop_namespace",
+    "compact",
+    "search_dense",
+    "search_sparse",
+    "search_hybrid",
+    "retrieve",
+    "scroll_ids",
+    "count",
+)
+"""The adapters' calls timed as `memvault_index_seconds{operation}` (see memvault.observability)."""
+
+
 @runtime_checkable
 class VectorIndex(Protocol):
     """Dense + sparse vector storage partitioned into namespaces."""

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from qdrant_edge import PointId
 
 from memvault.errors import InvalidRequest
+from memvault.observability import timed_methods
 from memvault.vault.index._edge_convert import edge_filter, edge_sparse, point_ids
 from memvault.vault.index._edge_layout import (
     is_dirty,
@@ -64,6 +65,7 @@ from memvault.vault.index._edge_shards import PartKey, ShardTable, index_error
 from memvault.vault.index.base import (
     DENSE,
     SPARSE,
+    TIMED_OPERATIONS,
     IndexPoint,
     PointFilter,
     canonical_point_id,
@@ -79,6 +81,7 @@ def _only_user(where: PointFilter) -> bool:
     return where.user_id is not None and where == PointFilter(user_id=where.user_id)
 
 
+@timed_methods("index", TIMED_OPERATIONS)
 class EdgeIndex(EdgeReads):
     """`VectorIndex` on qdrant-edge: `root/ns-<id>/u-<id>/` is the shard of one user of a namespace.
 

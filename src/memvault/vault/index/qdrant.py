@@ -21,6 +21,7 @@ from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import UnexpectedResponse
 
 from memvault.errors import IndexError_, InvalidRequest, VaultError
+from memvault.observability import timed_methods
 from memvault.vault.index._qdrant_convert import (
     payload_indexes,
     qdrant_filter,
@@ -31,6 +32,7 @@ from memvault.vault.index.base import (
     DENSE,
     RRF_K,
     SPARSE,
+    TIMED_OPERATIONS,
     Hit,
     IndexPoint,
     PointFilter,
@@ -50,6 +52,7 @@ VACUUM_MIN_VECTORS = 100
 """Vacuum segments from 100 vectors on: the smallest value a server accepts (default 1000)."""
 
 
+@timed_methods("index", TIMED_OPERATIONS)
 class QdrantIndex:
     """`VectorIndex` on qdrant-client: one collection per namespace.
 

@@ -28,6 +28,7 @@ from sqlalchemy.exc import ProgrammingError
 from sqlalchemy.orm import Session, sessionmaker
 
 from memvault.errors import VaultError
+from memvault.observability import instrument_engine
 from memvault.vault.store.models import TenantRow
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,7 @@ class Database:
         self.is_postgres = url.startswith("postgresql")
         self.schema = schema
         self.engine: Engine = _make_engine(url, schema)
+        instrument_engine(self.engine)  # memvault_sql_seconds per statement (no SQL text kept)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     def migrate(self) -> None:

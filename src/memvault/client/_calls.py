@@ -1,0 +1,334 @@
+"""What each SDK method sends and how it reads the answer, shared by `Client` and `AsyncClient`.
+
+A `Call` is a request description (method, path, exact body bytes, query, idempotency key) plus
+a parser for the successful response. The two clients only differ in how they send it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+from urllib.parse import quote
+
+import httpx
+
+from memvault.client.errors import MemvaultError, VerificationError, error_from_response
+from memvault.client.models import (
+    AuditExport,
+    Erasure,
+    IssuedKey,
+    Note,
+    Page,
+    Policy,
+    SearchHit,
+    TtlDefaults,
+)
+
+T = TypeVar("T")
+
+DEFAULT_URL = "http://127.0.0.1:8700"
+WRITE_METHODS = frozenset({"POST", "PATCH", "DELETE"})
+USER_AGENT = "memvault-python-sdk/0.1"
+
+
+def resolve(base_url: str | None, api_key: str | None) -> tuple[str, str | None]:
+    """`base_url` or env `MEMVAULT_URL` or the default; `api_key` or env `MEMVAULT_API_KEY`."""
+    url = base_url or os.environ.get("MEMVAULT_URL") or DEFAULT_URL
+    key = api_key if api_key is not None else os.environ.get("MEMVAULT_API_KEY") or None
+    return url.rstrip("/"), key
+
+
+def default_headers(api_key: str | None) -> dict[str, str]:
+    headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    return headers
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Generic[T]):
+    """One API request, ready to send (and resend byte for byte), and its result parser."""
+
+    method: str
+    path: str
+    parse: Callable[[httpx.Response], T]
+    body: bytes | None = None
+    params: Mapping[str, str | int] = field(default_factory=dict)
+    idempotency_key: str | None = None
+
+    def headers(self) -> dict[str, str]:
+        headers: dict[str, str] = {}
+        if self.body is not None:
+            headers["Content-Type"] = "application/json"
+        if self.idempotency_key:
+            headers["Idempotency-Key"] = self.idempotency_key
+        return headers
+
+
+def call(
+    method: str,
+    path: str,
+    parse: Callable[[httpx.Response], T],
+    *,
+    body: Any = None,
+    params: Mapping[str, str | int | None] | None = None,
+    idempotency_key: str | None = None,
+) -> Call[T]:
+    """Build a call. Writes get an `Idempotency-Key` (a fresh UUIDv4 unless given), which every
+    retry of this call reuses with the same body bytes (docs/idempotency.md)."""
+    raw = None if body is None else json.dumps(body, ensure_ascii=False).encode()
+    if method in WRITE_METHODS and idempotency_key is None:
+        idempotency_key = str(uuid.uuid4())
+    query = {k: v for k, v in (params or {}).items() if v is not None}
+    return Call(method, path, parse, raw, query, idempotency_key)
+
+
+def raise_for_error(response: httpx.Response) -> None:
+    """Raise the mapped `MemvaultError` for a non-2xx response (the body must be read)."""
+    if response.is_success:
+        return
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    raise error_from_response(response.status_code, body, dict(response.headers))
+
+
+def seg(value: str) -> str:
+    """One path segment, percent-encoded (an id can never add a path component)."""
+    return quote(value, safe="")
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, list | tuple) else value
+
+
+def _json(response: httpx.Response) -> Any:
+    return response.json()
+
+
+def _none(_response: httpx.Response) -> None:
+    return None
+
+
+def _model(model: Callable[..., T]) -> Callable[[httpx.Response], T]:
+    validate: Callable[[Any], T] = model.model_validate  # type: ignore[attr-defined]
+    return lambda response: validate(response.json())
+
+
+def _hits(response: httpx.Response) -> list[SearchHit]:
+    return [SearchHit.model_validate(r) for r in response.json()["results"]]
+
+
+def _erasure(response: httpx.Response) -> Erasure:
+    return Erasure.from_body(response.json())
+
+
+def _receipt_keys(response: httpx.Response) -> list[dict[str, Any]]:
+    return list(response.json()["keys"])
+
+
+# --- agent calls --------------------------------------------------------------------------
+
+
+def add(
+    text: str,
+    *,
+    visibility: str = "private",
+    readers: Sequence[str] | None = None,
+    note_type: str = "memory",
+    topics: Sequence[str] | None = None,
+    source: str | None = None,
+    ttl_days: float | None = None,
+    idempotency_key: str | None = None,
+) -> Call[Note]:
+    body: dict[str, Any] = {"text": text, "visibility": visibility, "note_type": note_type}
+    optional = {"readers": readers, "topics": topics, "source": source, "ttl_days": ttl_days}
+    for name, value in optional.items():
+        if value is not None:
+            body[name] = _plain(value)
+    return call("POST", "/v1/memories", _model(Note), body=body, idempotency_key=idempotency_key)
+
+
+def search(
+    query: str, *, limit: int = 5, topics: Sequence[str] | None = None, mode: str = "full"
+) -> Call[list[SearchHit]]:
+    body: dict[str, Any] = {"query": query, "limit": limit, "mode": mode}
+    if topics is not None:
+        body["topics"] = list(topics)
+    # A search stores nothing: no Idempotency-Key, and a retry is harmless.
+    return call("POST", "/v1/memories/search", _hits, body=body, idempotency_key="")
+
+
+def get(note_id: str) -> Call[Note]:
+    return call("GET", f"/v1/memories/{seg(note_id)}", _model(Note))
+
+
+def list_notes(limit: int = 50, offset: int = 0) -> Call[Page]:
+    return call("GET", "/v1/memories", _model(Page), params={"limit": limit, "offset": offset})
+
+
+def update(
+    note_id: str,
+    *,
+    text: str | None = None,
+    topics: Sequence[str] | None = None,
+    readers: Sequence[str] | None = None,
+    source: str | None = None,
+) -> Call[Note]:
+    fields = {"text": text, "topics": topics, "readers": readers, "source": source}
+    body = {k: _plain(v) for k, v in fields.items() if v is not None}
+    return call("PATCH", f"/v1/memories/{seg(note_id)}", _model(Note), body=body)
+
+
+def delete(note_id: str, *, purge: bool = False) -> Call[None]:
+    params = {"purge": "true"} if purge else None
+    return call("DELETE", f"/v1/memories/{seg(note_id)}", _none, params=params)
+
+
+def link(source_id: str, target_id: str) -> Call[None]:
+    path = f"/v1/memories/{seg(source_id)}/links"
+    return call("POST", path, _none, body={"target_id": target_id})
+
+
+# --- admin calls --------------------------------------------------------------------------
+
+
+def issue_key(user_id: str, agent_id: str, role: str = "agent") -> Call[IssuedKey]:
+    body = {"user_id": user_id, "agent_id": agent_id, "role": role}
+    return call("POST", "/v1/admin/keys", _model(IssuedKey), body=body)
+
+
+def revoke_key(key_id: str) -> Call[None]:
+    return call("DELETE", f"/v1/admin/keys/{seg(key_id)}", _none)
+
+
+def erase(user_id: str, agent_id: str | None = None) -> Call[Erasure]:
+    body: dict[str, Any] = {"user_id": user_id}
+    if agent_id is not None:
+        body["agent_id"] = agent_id
+    return call("POST", "/v1/admin/erase", _erasure, body=body)
+
+
+def erasure(job_id: str) -> Call[Erasure]:
+    return call("GET", f"/v1/admin/erasures/{seg(job_id)}", _erasure)
+
+
+def erasures(limit: int = 100) -> Call[list[dict[str, Any]]]:
+    def parse(r: httpx.Response) -> list[dict[str, Any]]:
+        return list(r.json()["erasures"])
+
+    return call("GET", "/v1/admin/erasures", parse, params={"limit": limit})
+
+
+def inventory(user_id: str, agent_id: str | None = None) -> Call[dict[str, Any]]:
+    params = {"user_id": user_id, "agent_id": agent_id}
+    return call("GET", "/v1/admin/inventory", _json, params=params)
+
+
+def refusals() -> Call[dict[str, int]]:
+    def parse(r: httpx.Response) -> dict[str, int]:
+        return dict(r.json()["refusals"])
+
+    return call("GET", "/v1/admin/refusals", parse)
+
+
+def set_policy(
+    pii: Mapping[str, str] | None = None,
+    *,
+    allow_suspicious_shared: bool = False,
+    ttl_days: TtlDefaults | Mapping[str, float | None] | None = None,
+) -> Call[Policy]:
+    ttl = ttl_days if isinstance(ttl_days, TtlDefaults) else TtlDefaults(**dict(ttl_days or {}))
+    policy = Policy(
+        pii=dict(pii or {}),  # type: ignore[arg-type]
+        allow_suspicious_shared=allow_suspicious_shared,
+        ttl_days=ttl,
+    )
+    return call("PUT", "/v1/admin/policy", _model(Policy), body=policy.model_dump(mode="json"))
+
+
+def get_policy() -> Call[Policy]:
+    return call("GET", "/v1/admin/policy", _model(Policy))
+
+
+def receipt_keys() -> Call[list[dict[str, Any]]]:
+    return call("GET", "/v1/receipt-keys", _receipt_keys)
+
+
+def audit_export_path(since_seq: int) -> tuple[str, dict[str, int]]:
+    return "/v1/admin/audit/export", {"since_seq": since_seq}
+
+
+def dsar_export_path(user_id: str) -> tuple[str, dict[str, str]]:
+    return "/v1/admin/export", {"user_id": user_id}
+
+
+# --- operator calls -----------------------------------------------------------------------
+
+
+def create_tenant(tenant_id: str) -> Call[IssuedKey]:
+    body = {"tenant_id": tenant_id}
+    return call("POST", "/v1/operator/tenants", _model(IssuedKey), body=body)
+
+
+def delete_tenant(tenant_id: str) -> Call[Erasure]:
+    return call("DELETE", f"/v1/operator/tenants/{seg(tenant_id)}", _erasure)
+
+
+# --- verification -------------------------------------------------------------------------
+
+
+def verified_receipt(job: Erasure, keys: Sequence[Mapping[str, Any]]) -> Erasure:
+    """The job with its verdict; `VerificationError` when the signature or counts are wrong."""
+    from dataclasses import replace
+
+    from memvault.compliance.verify import verify_receipt
+
+    verdict = verify_receipt(job.document, keys)
+    if not verdict.ok:
+        raise VerificationError(verdict.reason)
+    return replace(job, verdict=verdict.reason)
+
+
+def audit_from_lines(
+    lines: list[str],
+    keys: Sequence[Mapping[str, Any]] | None,
+    previous_hash: str | None = None,
+) -> AuditExport:
+    """Parse an export; with `keys`, verify its chain and head signature (or raise)."""
+    records = [json.loads(line) for line in lines if line.strip()]
+    if not records or records[-1].get("type") != "head":
+        raise MemvaultError("the audit export was cut off (no head line)")
+    verdict = None
+    if keys is not None:
+        from memvault.compliance.verify import verify_audit_export
+
+        result = verify_audit_export(lines, keys, previous_hash=previous_hash)
+        if not result.ok:
+            raise VerificationError(result.reason)
+        verdict = result.reason
+    return AuditExport(events=records[:-1], head=records[-1], verdict=verdict, lines=lines)
+
+
+class DsarCheck:
+    """Tracks a DSAR stream: it must end with its `end` line, or it was cut off."""
+
+    def __init__(self) -> None:
+        self.ended = False
+
+    def line(self, raw: str) -> dict[str, Any] | None:
+        if not raw.strip():
+            return None
+        record: dict[str, Any] = json.loads(raw)
+        if record.get("type") == "end":
+            self.ended = True
+        return record
+
+    def finish(self) -> None:
+        if not self.ended:
+            raise MemvaultError("the DSAR export was cut off (no end line)")

@@ -1,0 +1,285 @@
+"""Where the MCP tools read and write: an embedded vault, or a memvault server through the SDK.
+
+Both are bound to one scope when they are built, from one API key: the tools hand them text,
+queries and note ids, never a tenant, user or agent. Both return the API's response shapes
+(`NoteOut`, `SearchResult`, or the SDK's models of the same schemas), which `envelope.recalled`
+labels. Failures leave as `BackendError` with a stable code and a message that names fields or
+detectors, never a value.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pydantic import ValidationError
+
+from memvault.api.schemas import AddMemory, NoteOut, SearchMemories, SearchResult, check_uuid
+from memvault.errors import AuthenticationError, Forbidden, NotFound, VaultError
+
+if TYPE_CHECKING:
+    from memvault.vault.factory import Services
+    from memvault.vault.principals import Principal
+
+
+class BackendError(Exception):
+    """A tool call the backend refused or could not run: `code` as in the REST API's errors."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+class MemoryBackend(Protocol):
+    """The memory operations of one bound scope."""
+
+    name: str
+
+    def add(
+        self,
+        text: str,
+        *,
+        visibility: str,
+        note_type: str,
+        topics: list[str] | None,
+        source: str | None,
+        ttl_days: float | None,
+    ) -> Any:
+        """Store a memory; returns it as stored (`NoteOut` shape)."""
+
+    def search(self, query: str, *, limit: int, topics: list[str] | None, mode: str) -> list[Any]:
+        """Best matches first (`SearchResult` shape)."""
+
+    def list(self, *, limit: int, offset: int) -> tuple[list[Any], int]:
+        """A page of readable memories, newest first, and the total."""
+
+    def get(self, note_id: str) -> Any:
+        """One readable memory (`NoteOut` shape)."""
+
+    def delete(self, note_id: str, *, purge: bool) -> None:
+        """Soft-delete (or purge) a memory the scope may write."""
+
+    def close(self) -> None:
+        """Release what the backend holds."""
+
+
+def invalid_fields(exc: ValidationError) -> BackendError:
+    """Name the fields and rules a validation error broke, never the values."""
+    problems = []
+    for err in exc.errors()[:10]:
+        field = ".".join(str(p) for p in err.get("loc", ())) or "input"
+        problems.append(f"{field}: {err.get('type', 'invalid')}")
+    return BackendError("invalid_request", "; ".join(problems))
+
+
+@contextmanager
+def _vault_errors() -> Iterator[None]:
+    try:
+        yield
+    except VaultError as exc:
+        raise BackendError(exc.code, exc.message) from None
+    except ValidationError as exc:
+        raise invalid_fields(exc) from None
+
+
+def _note_id(note_id: str) -> str:
+    try:
+        return check_uuid(note_id)
+    except ValueError:
+        raise BackendError("not_found", "no such note") from None
+
+
+class EmbeddedBackend:
+    """The vault of a local data directory, scoped to the principal of an agent key.
+
+    Writes are audited like the REST routes' (ids and counts, never text), under the key's id.
+    The backend owns `services` and closes them (and releases the data-directory lock).
+    """
+
+    name = "embedded"
+
+    def __init__(self, services: Services, principal: Principal) -> None:
+        if principal.role != "agent":
+            raise Forbidden("memvault mcp needs an agent key (role agent)")
+        self._services = services
+        self._principal = principal
+        self._vault = services.vault.scoped(principal.scope)
+
+    @classmethod
+    def authenticate(cls, services: Services, api_key: str) -> EmbeddedBackend:
+        """Bind to the scope of `api_key`; AuthenticationError/Forbidden for a bad key."""
+        return cls(services, services.keys.authenticate(api_key))
+
+    def _audit(self, action: str, note_id: str | None, **details: object) -> None:
+        scope = self._principal.scope
+        subject = {"user_id": scope.user, "agent_id": scope.agent, "note_id": note_id}
+        self._services.audit.record(
+            scope.tenant, self._principal.key_id, action, subject=subject, **details
+        )
+
+    def add(
+        self,
+        text: str,
+        *,
+        visibility: str,
+        note_type: str,
+        topics: list[str] | None,
+        source: str | None,
+        ttl_days: float | None,
+    ) -> NoteOut:
+        with _vault_errors():
+            body = AddMemory.model_validate(
+                {
+                    "text": text,
+                    "visibility": visibility,
+                    "note_type": note_type,
+                    "topics": topics,
+                    "source": source,
+                    "ttl_days": ttl_days,
+                }
+            )
+            note = self._vault.add(
+                body.text,
+                visibility=body.visibility,
+                note_type=body.note_type,
+                topics=body.topics,
+                source=body.source,
+                ttl_days=body.ttl_days,
+            )
+        self._audit(
+            "note.added",
+            note.id,
+            visibility=note.visibility,
+            redacted=len(note.redacted),
+            flags=len(note.flags),
+        )
+        return NoteOut.of(note)
+
+    def search(
+        self, query: str, *, limit: int, topics: list[str] | None, mode: str
+    ) -> list[SearchResult]:
+        with _vault_errors():
+            body = SearchMemories.model_validate(
+                {"query": query, "limit": limit, "topics": topics, "mode": mode}
+            )
+            hits = self._vault.search(
+                body.query, limit=body.limit, topics=body.topics, mode=body.mode
+            )
+        self._audit("note.searched", None, results=len(hits), limit=body.limit)
+        now = time.time()
+        return [SearchResult.of(hit, now) for hit in hits]
+
+    def list(self, *, limit: int, offset: int) -> tuple[list[NoteOut], int]:
+        with _vault_errors():
+            notes, total = self._vault.list_notes(limit=limit, offset=offset)
+        return [NoteOut.of(n) for n in notes], total
+
+    def get(self, note_id: str) -> NoteOut:
+        with _vault_errors():
+            return NoteOut.of(self._vault.get(_note_id(note_id)))
+
+    def delete(self, note_id: str, *, purge: bool) -> None:
+        with _vault_errors():
+            self._vault.delete(_note_id(note_id), purge=purge)
+        self._audit("note.deleted", note_id, purge=purge)
+
+    def close(self) -> None:
+        self._services.close()
+
+
+class RemoteBackend:
+    """A memvault server over REST, through the SDK (`memvault.client.Client`).
+
+    The server binds the scope from the key on every request; this backend only forwards. SDK
+    errors keep their REST error code.
+    """
+
+    name = "remote"
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    @classmethod
+    def connect(cls, base_url: str, api_key: str) -> RemoteBackend:
+        """A client for `base_url`, checked once with a one-item list (a bad key fails here)."""
+        from memvault.client import Client
+
+        backend = cls(Client(base_url, api_key))
+        try:
+            backend.list(limit=1, offset=0)
+        except BaseException:
+            backend.close()
+            raise
+        return backend
+
+    def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except BackendError:
+            raise
+        except ValidationError as exc:
+            raise invalid_fields(exc) from None
+        except Exception as exc:
+            code = getattr(exc, "code", None)
+            if isinstance(code, str) and code:
+                message = getattr(exc, "message", None) or code
+                raise BackendError(code, str(message)) from None
+            raise BackendError(
+                "unavailable", f"memvault server call failed ({type(exc).__name__})"
+            ) from None
+
+    def add(
+        self,
+        text: str,
+        *,
+        visibility: str,
+        note_type: str,
+        topics: list[str] | None,
+        source: str | None,
+        ttl_days: float | None,
+    ) -> Any:
+        return self._call(
+            self._client.add,
+            text,
+            visibility=visibility,
+            note_type=note_type,
+            topics=topics,
+            source=source,
+            ttl_days=ttl_days,
+        )
+
+    def search(self, query: str, *, limit: int, topics: list[str] | None, mode: str) -> list[Any]:
+        return list(self._call(self._client.search, query, limit=limit, topics=topics, mode=mode))
+
+    def list(self, *, limit: int, offset: int) -> tuple[list[Any], int]:
+        page = self._call(self._client.list, limit=limit, offset=offset)
+        return list(page.items), int(page.total)
+
+    def get(self, note_id: str) -> Any:
+        return self._call(self._client.get, _note_id(note_id))
+
+    def delete(self, note_id: str, *, purge: bool) -> None:
+        self._call(self._client.delete, _note_id(note_id), purge=purge)
+
+    def close(self) -> None:
+        close = getattr(self._client, "close", None)
+        if callable(close):
+            close()
+
+
+def bind_failure(exc: BaseException) -> str:
+    """The one line `memvault mcp` prints when it cannot bind a scope at start."""
+    code = exc.code if isinstance(exc, BackendError) else getattr(exc, "code", "")
+    if isinstance(exc, AuthenticationError) or code == "unauthorized":
+        return "MEMVAULT_API_KEY was refused (missing, malformed, unknown or revoked key)"
+    if isinstance(exc, Forbidden) or code == "forbidden":
+        return "MEMVAULT_API_KEY is not an agent key (memvault mcp needs role agent)"
+    detail = getattr(exc, "message", code)
+    if code == "transport_error":
+        return f"cannot reach the memvault server (MEMVAULT_URL or --url): {detail}"
+    if isinstance(exc, NotFound | BackendError):
+        return f"cannot bind the scope: {detail}"
+    return f"cannot bind the scope ({type(exc).__name__})"

@@ -1,0 +1,106 @@
+"""The sealed session cookie: round trip, and every forged, cut, foreign or old cookie refused."""
+
+from __future__ import annotations
+
+import base64
+import pickle
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memvault.console.session import SessionSealer
+
+KEY = "mvk_acme.0123abcd.s3cret-value-for-the-session-test"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _flip(cookie: str, at: int) -> str:
+    raw = bytearray(base64.urlsafe_b64decode(cookie + "=" * (-len(cookie) % 4)))
+    raw[at % len(raw)] ^= 0x01
+    return base64.urlsafe_b64encode(bytes(raw)).rstrip(b"=").decode()
+
+
+def test_session_sealer_round_trip_keeps_key_and_token() -> None:
+    sealer = SessionSealer()
+    session = sealer.new(KEY)
+    opened = sealer.open(sealer.seal(session))
+    assert opened == session
+    assert opened is not None and opened.signed_in and opened.csrf_matches(session.csrf)
+
+
+def test_session_cookie_does_not_carry_the_key_readably() -> None:
+    sealer = SessionSealer()
+    cookie = sealer.seal(sealer.new(KEY))
+    raw = base64.urlsafe_b64decode(cookie + "=" * (-len(cookie) % 4))
+    for part in KEY.split("."):
+        assert part.encode() not in raw and part not in cookie
+
+
+@given(st.integers(min_value=0, max_value=10_000))
+def test_session_any_flipped_byte_is_refused(at: int) -> None:
+    sealer = _SEALER
+    cookie = sealer.seal(sealer.new(KEY))
+    assert sealer.open(_flip(cookie, at)) is None
+
+
+_SEALER = SessionSealer()
+
+
+@pytest.mark.parametrize("cookie", ["", "x", "AAAA", "%%%", "a" * 5000, "bm90LXNlYWxlZA"])
+def test_session_garbage_cookie_is_refused(cookie: str) -> None:
+    assert SessionSealer().open(cookie) is None
+
+
+def test_session_cut_cookie_is_refused() -> None:
+    sealer = SessionSealer()
+    cookie = sealer.seal(sealer.new(KEY))
+    assert sealer.open(cookie[:-4]) is None
+
+
+def test_session_from_another_process_key_is_refused() -> None:
+    cookie = SessionSealer().seal(SessionSealer().new(KEY))
+    assert SessionSealer().open(cookie) is None
+
+
+def test_session_expired_is_refused() -> None:
+    clock = Clock()
+    sealer = SessionSealer(lifetime=60, clock=clock)
+    cookie = sealer.seal(sealer.new(KEY))
+    clock.now += 59
+    assert sealer.open(cookie) is not None
+    clock.now += 2
+    assert sealer.open(cookie) is None
+
+
+def test_session_ended_is_refused_even_with_a_copy_of_the_cookie() -> None:
+    sealer = SessionSealer()
+    session = sealer.new(KEY)
+    cookie = sealer.seal(session)
+    other = sealer.seal(sealer.new(KEY))
+    sealer.end(session)
+    assert sealer.open(cookie) is None
+    assert sealer.open(other) is not None
+
+
+def test_session_csrf_token_mismatch_and_absence_fail() -> None:
+    session = SessionSealer().new(None)
+    assert not session.signed_in
+    assert not session.csrf_matches(None)
+    assert not session.csrf_matches("")
+    assert not session.csrf_matches(session.csrf[:-1] + ("A" if session.csrf[-1] != "A" else "B"))
+
+
+def test_session_and_sealer_never_show_the_key_and_refuse_pickling() -> None:
+    sealer = SessionSealer()
+    session = sealer.new(KEY)
+    assert "s3cret" not in repr(session) and "s3cret" not in repr(sealer)
+    with pytest.raises(TypeError):
+        pickle.dumps(sealer)
