@@ -6,7 +6,7 @@ import pytest
 
 from memvault.scope import Scope
 from memvault.vault.index.base import IndexPoint, PointFilter
-from memvault.vault.service import PENDING
+from memvault.vault.service import ACTIVE, PENDING
 from memvault.vault.store.models import NoteRow
 from tests.conftest import ServicesFactory
 from tests.faults import Crash, crash_at
@@ -20,49 +20,71 @@ def _rows(services, status: str | None = None) -> list[NoteRow]:  # type: ignore
         return list(query)
 
 
-@pytest.mark.parametrize("step", ["after_pending", "after_upsert"])
-def test_reconciler_completes_a_write_interrupted_between_steps(
-    make_services: ServicesFactory, backend: str, step: str
+def test_a_crash_before_the_add_commits_leaves_only_an_orphan_vector(
+    make_services: ServicesFactory, backend: str
+) -> None:
+    # The add indexes first and inserts its row in one transaction after that: a crash in
+    # between leaves a vector without a row (never served), which the reconciler deletes.
+    services = make_services(backend)
+    services.tenants.create("t1")
+    vault = services.vault.scoped(Scope("t1", "u1", "a1"))
+    services.vault.fault = crash_at("after_upsert")
+    with pytest.raises(Crash):
+        vault.add("The user's flight to Lisbon leaves at seven")
+    services.vault.fault = lambda _s: None
+    assert _rows(services) == []
+    assert services.index.count("t1", PointFilter()) == 1
+    assert vault.search("when is the flight?") == []  # an unacknowledged add is never served
+
+    report = services.reconciler.run(grace_seconds=0)
+    assert report.orphans_deleted == 1 and report.completed == 0 and report.removed == 0
+    assert services.index.count("t1", PointFilter()) == 0
+    again = vault.add("The user's flight to Lisbon leaves at seven")  # the client's retry
+    hits = vault.search("when is the flight?")
+    assert [h.note.id for h in hits] == [again.id]
+
+
+def test_a_crash_after_the_commit_leaves_a_complete_note(
+    make_services: ServicesFactory, backend: str
 ) -> None:
     services = make_services(backend)
     services.tenants.create("t1")
     vault = services.vault.scoped(Scope("t1", "u1", "a1"))
-    services.vault.fault = crash_at(step)
+    services.vault.fault = crash_at("after_commit")
     with pytest.raises(Crash):
         vault.add("The user's flight to Lisbon leaves at seven")
     services.vault.fault = lambda _s: None
-    assert len(_rows(services, PENDING)) == 1
-    assert vault.search("when is the flight?") == []  # a pending note is never served
-
+    assert [r.status for r in _rows(services)] == [ACTIVE]
+    assert "Lisbon" in vault.search("when is the flight?")[0].note.text
     report = services.reconciler.run(grace_seconds=0)
-    assert report.completed == 1 and report.removed == 0
-    assert _rows(services, PENDING) == []
-    hits = vault.search("when is the flight?")
-    assert len(hits) == 1 and "Lisbon" in hits[0].note.text
-    assert services.index.count("t1", PointFilter()) == 1
+    assert (report.completed, report.removed, report.orphans_deleted) == (0, 0, 0)
 
 
-def test_reconciler_leaves_young_pending_rows_alone(make_services: ServicesFactory) -> None:
-    services = make_services("sqlite")
-    services.tenants.create("t1")
-    vault = services.vault.scoped(Scope("t1", "u1", "a1"))
-    services.vault.fault = crash_at("after_pending")
-    with pytest.raises(Crash):
-        vault.add("The user's flight to Lisbon leaves at seven")
-    report = services.reconciler.run(grace_seconds=3600)
-    assert report.completed == 0
-    assert len(_rows(services, PENDING)) == 1
-
-
-def test_reconciler_removes_pending_rows_whose_keys_are_gone(
-    make_services: ServicesFactory,
-) -> None:
+def test_reconciler_leaves_young_orphan_vectors_alone(make_services: ServicesFactory) -> None:
+    # A young vector without a row may be an add in flight: its row commits after the upsert.
     services = make_services("sqlite")
     services.tenants.create("t1")
     vault = services.vault.scoped(Scope("t1", "u1", "a1"))
     services.vault.fault = crash_at("after_upsert")
     with pytest.raises(Crash):
         vault.add("The user's flight to Lisbon leaves at seven")
+    report = services.reconciler.run(grace_seconds=3600)
+    assert report.orphans_deleted == 0
+    assert services.index.count("t1", PointFilter()) == 1
+
+
+def test_reconciler_removes_pending_rows_whose_keys_are_gone(
+    make_services: ServicesFactory,
+) -> None:
+    # A row left `pending` (by the earlier three-step protocol) whose keys were shredded.
+    services = make_services("sqlite")
+    services.tenants.create("t1")
+    vault = services.vault.scoped(Scope("t1", "u1", "a1"))
+    note = vault.add("The user's flight to Lisbon leaves at seven")
+    with services.db.session("t1") as sess:
+        row = sess.get(NoteRow, ("t1", note.id))
+        assert row is not None
+        row.status = PENDING
     services.keyring.shred("t1", "u1", "a1")
     report = services.reconciler.run(grace_seconds=0)
     assert report.removed == 1

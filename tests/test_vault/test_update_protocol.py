@@ -94,7 +94,7 @@ def test_one_bad_row_is_skipped_and_logged_by_id_and_the_rest_repaired(
     services.vault.fault = crash_at("after_stage")
     with pytest.raises(Crash):
         other.update(first.id, text="Bob prefers aisle seats on long flights")
-    services.vault.fault = crash_at("after_pending")
+    services.vault.fault = crash_at("after_upsert")  # t1: an orphan vector to delete
     with pytest.raises(Crash):
         good.add("The user's flight to Lisbon leaves at seven")
     services.vault.fault = lambda _s: None
@@ -106,10 +106,10 @@ def test_one_bad_row_is_skipped_and_logged_by_id_and_the_rest_repaired(
 
     with caplog.at_level(logging.WARNING):
         report = services.reconciler.run(grace_seconds=0)
-    assert report.failed == 1 and report.completed == 1
+    assert report.failed == 1 and report.orphans_deleted == 1
     assert first.id in caplog.text
     assert "Lisbon" not in caplog.text and "aisle" not in caplog.text
-    assert "Lisbon" in good.search("flight to Lisbon")[0].note.text
+    assert services.index.count("t1", PointFilter()) == 0
     assert other.get(first.id).text == "Bob prefers window seats on long flights"
 
 

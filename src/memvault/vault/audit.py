@@ -9,8 +9,10 @@ clear user id or note id stays after an erase.
 
 Appends are serialised per tenant: a lock in this process, `pg_advisory_xact_lock` on PostgreSQL
 (across processes), and a retry when another process took the same `seq` first (the primary key
-refuses the second). Canonical JSON is written here with the same rule as
-`memvault.compliance.canonical` (the vault does not import compliance; a test pins them equal).
+refuses the second). Each append is one INSERT guarded by its predecessor, after the head this
+process last wrote (read again only when the guard finds it stale). Canonical JSON is written
+here with the same rule as `memvault.compliance.canonical` (the vault does not import
+compliance; a test pins them equal).
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import func, select, text
+from sqlalchemy import Integer, Table, bindparam, exists, func, insert, literal, select, text
 from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.orm import Session
 
 from memvault.errors import InvalidRequest, VaultError
 from memvault.keyring import Keyring
@@ -45,6 +48,33 @@ BURST_WINDOW_SECONDS = 60.0
 """401/403 refusals of a tenant are summed over this window into one event."""
 BATCH = 500
 _LOCK_CLASS = 0x6D76_6175  # pg_advisory_xact_lock(class, hashtext(tenant)): one appender per tenant
+_PG_LOCK = text("SELECT pg_advisory_xact_lock(:c, hashtext(:t))")
+_EVENTS: Table = AuditEventRow.__table__  # type: ignore[assignment]
+_COLUMNS = ("tenant_id", "seq", "at", "actor", "action", "subject", "details", "prev", "hash")
+_VALUES = select(*(bindparam(c, type_=_EVENTS.c[c].type) for c in _COLUMNS))
+_ANY_EVENT = select(literal(1)).where(_EVENTS.c.tenant_id == bindparam("tenant_id"))
+_APPEND_FIRST = (
+    insert(_EVENTS)
+    .from_select(list(_COLUMNS), _VALUES.where(~exists(_ANY_EVENT)))
+    .returning(_EVENTS.c.seq)
+)
+_APPEND_AFTER = (
+    insert(_EVENTS)
+    .from_select(
+        list(_COLUMNS),
+        _VALUES.where(
+            exists(
+                _ANY_EVENT.where(
+                    _EVENTS.c.seq == bindparam("prev_seq", type_=Integer),
+                    _EVENTS.c.hash == bindparam("prev"),
+                )
+            )
+        ),
+    )
+    .returning(_EVENTS.c.seq)
+)
+"""Seq 1 only when the tenant has no event; seq n only right after event n-1 with hash `prev`.
+RETURNING says whether the row went in (psycopg reports no rowcount for INSERT ... SELECT)."""
 _SAFE_STRING = re.compile(r"[A-Za-z0-9._:@/+=-]{0,128}")
 """A detail string is a name, a code or an id: no spaces, so prose cannot pass."""
 
@@ -144,6 +174,7 @@ class AuditLog:
         self._keyring = keyring
         self._burst_window = burst_window
         self._locks: dict[str, threading.Lock] = {}
+        self._heads: dict[str, tuple[int, str]] = {}  # (seq, hash) this process last appended
         self._locks_guard = threading.Lock()
         self._bursts: dict[tuple[str, str], _Burst] = {}
         self._bursts_guard = threading.Lock()
@@ -196,54 +227,70 @@ class AuditLog:
         subject: dict[str, str | None],
         details: dict[str, Any],
     ) -> dict[str, Any]:
-        subject_json = canonical(subject).decode()
-        details_json = canonical(details).decode()
+        """One guarded INSERT after the head this process last wrote (no head read per event).
+
+        The insert names its predecessor (`seq - 1` with hash `prev`, or no event at all for
+        seq 1) and stores nothing when that is not the tenant's last event, so a stale head
+        (another process appended, or the chain was deleted) costs a re-read and a retry, never a
+        gap; the primary key refuses a second event with the same seq.
+        """
+        row = {
+            "tenant_id": tenant,
+            "actor": actor,
+            "action": action,
+            "subject": canonical(subject).decode(),
+            "details": canonical(details).decode(),
+        }
         with self._tenant_lock(tenant):
             for attempt in range(MAX_ATTEMPTS):
+                head = self._heads.pop(tenant, None)
                 try:
                     with self._db.session(tenant) as sess:
                         if self._db.is_postgres:
-                            sess.execute(
-                                text("SELECT pg_advisory_xact_lock(:c, hashtext(:t))"),
-                                {"c": _LOCK_CLASS, "t": tenant},
-                            )
-                        last = sess.execute(
-                            select(AuditEventRow.seq, AuditEventRow.hash)
-                            .where(AuditEventRow.tenant_id == tenant)
-                            .order_by(AuditEventRow.seq.desc())
-                            .limit(1)
-                        ).first()
+                            sess.execute(_PG_LOCK, {"c": _LOCK_CLASS, "t": tenant})
+                        if head is None:
+                            head = self._read_head(sess, tenant)
                         event: dict[str, Any] = {
-                            "seq": 1 if last is None else int(last[0]) + 1,
+                            "seq": head[0] + 1,
                             "tenant_id": tenant,
                             "at": utc(self._clock()),
                             "actor": actor,
                             "action": action,
                             "subject": subject,
                             "details": details,
-                            "prev": GENESIS if last is None else str(last[1]),
+                            "prev": head[1],
                         }
                         event["hash"] = event_hash(event)
-                        sess.add(
-                            AuditEventRow(
-                                tenant_id=tenant,
-                                seq=event["seq"],
-                                at=event["at"],
-                                actor=actor,
-                                action=action,
-                                subject=subject_json,
-                                details=details_json,
-                                prev=event["prev"],
-                                hash=event["hash"],
-                            )
-                        )
-                    return event
+                        params = {
+                            **row,
+                            "seq": event["seq"],
+                            "at": event["at"],
+                            "prev_seq": head[0],
+                            "prev": head[1],
+                            "hash": event["hash"],
+                        }
+                        stmt = _APPEND_FIRST if head[0] == 0 else _APPEND_AFTER
+                        if sess.execute(stmt, params).first() is not None:
+                            self._heads[tenant] = (event["seq"], event["hash"])
+                            return event
+                    continue  # the head was stale: read it again
                 except (IntegrityError, OperationalError):
                     # Another process appended the same seq first (or held SQLite's lock).
+                    self._heads.pop(tenant, None)
                     if attempt == MAX_ATTEMPTS - 1:
                         raise
                     time.sleep(min(0.2, 0.002 * (attempt + 1)))
-        raise VaultError("audit append failed")  # pragma: no cover - the loop returns or raises
+        raise VaultError("audit append failed")
+
+    @staticmethod
+    def _read_head(sess: Session, tenant: str) -> tuple[int, str]:
+        last = sess.execute(
+            select(AuditEventRow.seq, AuditEventRow.hash)
+            .where(AuditEventRow.tenant_id == tenant)
+            .order_by(AuditEventRow.seq.desc())
+            .limit(1)
+        ).first()
+        return (0, GENESIS) if last is None else (int(last[0]), str(last[1]))
 
     def _tenant_lock(self, tenant: str) -> threading.Lock:
         with self._locks_guard:

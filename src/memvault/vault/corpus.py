@@ -3,11 +3,19 @@
 The average document length (avgdl) normalizes BM25 term weights. Each note's weights are
 computed with the avgdl at its write; as a namespace grows the figure settles. Early notes keep
 weights from a smaller corpus (a re-index would recompute them; not built yet).
+
+An add weighs its sparse vector BEFORE its transaction (its vector is upserted first, see
+`writes.py`), so this process keeps the counts it last saw committed for each namespace: read
+once, then refreshed by every add's `UPDATE ... RETURNING`. Another process's writes (PostgreSQL
+with several servers) reach this view at this process's next add; the figure is an average, so
+being one add behind only nudges the weights, as the note above already allows.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import select, update
+import threading
+
+from sqlalchemy import Connection, Table, bindparam, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -24,6 +32,8 @@ class CorpusStats:
     def __init__(self, db: Database) -> None:
         self._db = db
         self._known: set[tuple[str, str]] = set()
+        self._counts: dict[tuple[str, str], tuple[int, int]] = {}
+        self._lock = threading.Lock()
 
     def ensure(self, tenant: str, namespace: str) -> None:
         """Create the namespace's row if missing (its own transaction, race-safe)."""
@@ -34,11 +44,15 @@ class CorpusStats:
 
     def forget_tenant(self, tenant: str) -> None:
         """The tenant's rows were deleted: the next write recreates them."""
-        self._known = {k for k in self._known if k[0] != tenant}
+        with self._lock:
+            self._known = {k for k in self._known if k[0] != tenant}
+            self._counts = {k: v for k, v in self._counts.items() if k[0] != tenant}
 
     def _ensure(self, tenant: str, namespace: str) -> None:
         with self._db.session(tenant) as sess:
-            if sess.get(CorpusStatsRow, (tenant, namespace)) is not None:
+            row = sess.get(CorpusStatsRow, (tenant, namespace))
+            if row is not None:
+                self._counts[(tenant, namespace)] = (int(row.doc_count), int(row.token_total))
                 return
         try:
             with self._db.session(tenant) as sess:
@@ -49,6 +63,31 @@ class CorpusStats:
                 )
         except IntegrityError:
             pass  # another writer created it first
+        self._counts.setdefault((tenant, namespace), (0, 0))
+
+    def avgdl_with(self, tenant: str, namespace: str, docs: int, tokens: int) -> float:
+        """The avgdl once `docs` documents of `tokens` tokens join the counts last committed.
+
+        No SQL: `ensure` read the counts, and every `add_returning` refreshes them.
+        """
+        if (tenant, namespace) not in self._counts:
+            self._known.discard((tenant, namespace))
+            self.ensure(tenant, namespace)
+        doc_count, token_total = self._counts.get((tenant, namespace), (0, 0))
+        return _avgdl(doc_count + docs, token_total + tokens)
+
+    def add_returning(
+        self, conn: Session | Connection, tenant: str, namespace: str, docs: int, tokens: int
+    ) -> None:
+        """`adjust` in one statement that also returns the new counts (kept for `avgdl_with`).
+
+        Call it inside the add's transaction; the kept counts are only a weighting hint, so a
+        rollback after it leaves at most one add's worth of drift until the next add.
+        """
+        row = conn.execute(_ADD_RETURNING, {"t": tenant, "n": namespace, "d": docs, "k": tokens})
+        counts = row.first()
+        if counts is not None:
+            self._counts[(tenant, namespace)] = (int(counts[0]), int(counts[1]))
 
     @staticmethod
     def avgdl(sess: Session, tenant: str, namespace: str) -> float:
@@ -57,9 +96,7 @@ class CorpusStats:
                 CorpusStatsRow.tenant_id == tenant, CorpusStatsRow.namespace == namespace
             )
         ).first()
-        if row is None or row[0] <= 0:
-            return DEFAULT_AVGDL
-        return max(1.0, row[1] / row[0])
+        return DEFAULT_AVGDL if row is None else _avgdl(row[0], row[1])
 
     @staticmethod
     def adjust(sess: Session, tenant: str, namespace: str, docs: int, tokens: int) -> None:
@@ -72,3 +109,20 @@ class CorpusStats:
                 token_total=CorpusStatsRow.token_total + tokens,
             )
         )
+
+
+def _avgdl(doc_count: int, token_total: int) -> float:
+    return DEFAULT_AVGDL if doc_count <= 0 else max(1.0, token_total / doc_count)
+
+
+_STATS: Table = CorpusStatsRow.__table__  # type: ignore[assignment]
+_ADD_RETURNING = (
+    update(_STATS)
+    .where(_STATS.c.tenant_id == bindparam("t"), _STATS.c.namespace == bindparam("n"))
+    .values(
+        doc_count=_STATS.c.doc_count + bindparam("d"),
+        token_total=_STATS.c.token_total + bindparam("k"),
+    )
+    .returning(_STATS.c.doc_count, _STATS.c.token_total)
+)
+"""Built once: SQLAlchemy reuses its compiled form on every add."""

@@ -1,11 +1,13 @@
 """The reconciler: repairs what a crash between the write steps leaves behind, without a hand.
 
-- A `pending` row (an add that did not finish) older than the grace period is completed: its
-  text is decrypted, re-embedded and upserted, then the row becomes `active`.
+- A vector whose row does not exist (an orphan) older than the grace period is deleted from the
+  index. An add upserts its vector first and inserts its row in one transaction after that, so a
+  crash in between leaves exactly such an orphan; a younger one may be an add in flight.
+- A `pending` row (left by the earlier three-step add protocol) older than the grace period is
+  completed: its text is decrypted, re-embedded and upserted, then the row becomes `active`.
 - A staged update (`next_*` columns set) older than the grace period is finished: the staged
   version's vector is upserted and the version swapped in.
 - A row whose keys are gone (shredded) is removed with its vector.
-- A vector whose row does not exist (an orphan) is deleted from the index.
 
 One bad row is logged by id and skipped; one failing tenant never stops the others. The server
 runs this at startup, before it reports ready, and then periodically (`maintenance.py`).
@@ -118,7 +120,7 @@ class Reconciler:
             self._isolated(row, tally, lambda r: self._complete_add(r, avgdl, tally))
         for row in staged:
             self._isolated(row, tally, lambda r: self._complete_update(r, avgdl, tally))
-        tally.orphans = self._delete_orphans(tenant)
+        tally.orphans = self._delete_orphans(tenant, cutoff)
         return tally
 
     def _isolated(self, row: NoteRow, tally: _Tally, repair: Callable[[NoteRow], None]) -> None:
@@ -200,10 +202,14 @@ class Reconciler:
                 self._parts.corpus.adjust(sess, tenant, namespace, -1, -row.token_count)
         self._parts.index.delete(namespace, [row.id])
 
-    def _delete_orphans(self, tenant: str) -> int:
+    def _delete_orphans(self, tenant: str, cutoff: float) -> int:
+        """Delete vectors without a row whose payload `created_at` is at or before `cutoff`.
+
+        An add in flight has its vector in the index before its row commits: the grace period
+        (the payload's `created_at` is the add's clock) keeps it. A point without `created_at`
+        counts as old.
+        """
         namespace = namespace_for(tenant)
-        # Scroll before reading the rows: a point seen here had its row inserted earlier, so an
-        # add in flight is never mistaken for an orphan.
         point_ids = self._parts.index.scroll_ids(namespace, PointFilter())
         if not point_ids:
             return 0
@@ -211,7 +217,14 @@ class Reconciler:
             known = set(
                 sess.execute(scoped_select(OwnedBy(tenant)).with_only_columns(NoteRow.id)).scalars()
             )
-        orphan_ids = [i for i in point_ids if i not in known]
+        candidates = [i for i in point_ids if i not in known]
+        if not candidates:
+            return 0
+        orphan_ids = [
+            hit.id
+            for hit in self._parts.index.retrieve(namespace, candidates)
+            if float(hit.payload.get("created_at", 0)) <= cutoff
+        ]
         if orphan_ids:
             self._parts.index.delete(namespace, orphan_ids)
         return len(orphan_ids)

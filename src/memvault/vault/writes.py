@@ -1,7 +1,13 @@
 """The write paths of a scoped view: add, update, delete, purge and link.
 
-Crash safety is one protocol for adds and updates, so the reconciler can finish either:
-- **add**: the row is inserted `pending` -> its vector is upserted -> the row becomes `active`.
+Crash safety rests on one rule, a row is never live without its vector, and the reconciler
+repairs whatever a crash leaves:
+- **add**: the vector is upserted first -> ONE transaction inserts the row `active` (unless a
+  live twin exists: the duplicate check is part of the insert statement) and counts it in the
+  corpus statistics. A crash before the commit leaves only an orphan vector, which the
+  reconciler deletes once it is older than the grace period; the add is acknowledged after the
+  commit, so an acknowledged add has its row and its vector. (Rows left `pending` by the
+  earlier three-step protocol are still completed by the reconciler.)
 - **update**: the next version is staged in the row's `next_*` columns (sealed like the live one)
   while the live version stays readable -> the vector of the next version is upserted -> one
   transaction swaps the next version in. A failed update (refused, invalid, or an error before the
@@ -19,12 +25,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
-
 from memvault.errors import InvalidRequest, NotFound, PermissionDenied
 from memvault.scope import SHARED_AGENT, WILDCARD_READER
-from memvault.vault.corpus import CorpusStats
-from memvault.vault.drafts import ACTIVE, PENDING, NoteDraft, content_hash, namespace_for
+from memvault.vault.drafts import (
+    ACTIVE,
+    INSERT_UNLESS_TWIN,
+    STAGED_FIELDS,
+    NoteDraft,
+    content_hash,
+    row_params,
+    staged_view,
+    swap_in_next,
+)
 from memvault.vault.fields import (
     check_note_type,
     check_readers,
@@ -38,89 +50,22 @@ from memvault.vault.links import delete_links_of
 from memvault.vault.notes import Note
 from memvault.vault.screen_gate import Pseudonym, ScreenedNote, keyed_pseudonym
 from memvault.vault.store.models import LinkRow, NoteRow
-from memvault.vault.store.scoping import OwnedBy, member_list, scoped_delete, scoped_update
+from memvault.vault.store.scoping import member_list, scoped_delete, scoped_update
 
 if TYPE_CHECKING:
-    from sqlalchemy.orm import Session
-
     from memvault.vault.service import ScopedVault
+
+__all__ = ["STAGED_FIELDS", "NoteWriter", "Prepared", "staged_view", "swap_in_next"]
 
 
 @dataclass(frozen=True, slots=True)
 class Prepared:
-    """A validated, screened and sealed draft: the pending row and its plaintext for indexing."""
+    """A validated, screened and sealed draft: its row (not stored yet) and plaintext to index."""
 
     row: NoteRow
     text: str
     topics: tuple[str, ...]
     tokens: tuple[str, ...] = ()
-
-
-# The non-secret fields an update stages in `next_state` (JSON): ids, flags and keyed hashes.
-STAGED_FIELDS = (
-    "key_version",
-    "readers",
-    "ephemeral",
-    "suspicious",
-    "redacted_types",
-    "content_hash",
-    "token_count",
-    "model_id",
-    "updated_at",
-)
-
-
-def swap_in_next(corpus: CorpusStats, sess: Session, row: NoteRow, staged_at: float) -> bool:
-    """Make the staged next version of `row` live (inside the caller's transaction).
-
-    Returns False when nothing was staged at `staged_at` any more (the row is gone or another
-    swap won). The row's corpus statistics move by the change in token count.
-    """
-    target = OwnedBy(row.tenant_id, row.user_id, row.agent_id)
-    current = sess.execute(
-        select(NoteRow.token_count, NoteRow.next_state, NoteRow.next_text_ct, NoteRow.next_attrs_ct)
-        .where(target.clause(), NoteRow.id == row.id, NoteRow.next_at == staged_at)
-        .with_for_update()
-    ).first()
-    if current is None or current.next_state is None:
-        return False
-    state = json.loads(current.next_state)
-    values = {name: state[name] for name in STAGED_FIELDS}
-    sess.execute(
-        scoped_update(
-            target,
-            NoteRow.id == row.id,
-            NoteRow.next_at == staged_at,
-            text_ct=current.next_text_ct,
-            attrs_ct=current.next_attrs_ct,
-            next_text_ct=None,
-            next_attrs_ct=None,
-            next_state=None,
-            next_at=None,
-            **values,
-        )
-    )
-    corpus.adjust(
-        sess,
-        row.tenant_id,
-        namespace_for(row.tenant_id),
-        0,
-        int(state["token_count"]) - int(current.token_count),
-    )
-    return True
-
-
-def staged_view(row: NoteRow) -> NoteRow:
-    """A detached copy of `row` carrying its staged next version (for indexing and decrypting)."""
-    if row.next_state is None or row.next_text_ct is None or row.next_attrs_ct is None:
-        raise InvalidRequest("no staged version")
-    state = json.loads(row.next_state)
-    copy = NoteRow(**{c.key: getattr(row, c.key) for c in NoteRow.__table__.columns})
-    for name in STAGED_FIELDS:
-        setattr(copy, name, state[name])
-    copy.text_ct = row.next_text_ct
-    copy.attrs_ct = row.next_attrs_ct
-    return copy
 
 
 class NoteWriter:
@@ -138,7 +83,7 @@ class NoteWriter:
     # -- add ----------------------------------------------------------------------------------
 
     def add_many(self, drafts: Sequence[NoteDraft]) -> list[Note]:
-        """Validate and screen every draft, then store the new ones (pending -> indexed -> active).
+        """Validate and screen every draft, then store the new ones (indexed -> one transaction).
 
         One bad draft refuses the whole batch and stores nothing. An exact duplicate of a live
         note in the same scope returns the existing note instead of a copy.
@@ -148,12 +93,8 @@ class NoteWriter:
         fresh: list[tuple[int, Prepared]] = []
         seen: dict[str, int] = {}
         for i, item in enumerate(prepared):
-            row = item.row
-            existing = self._view.find_duplicate(self._vault.row_scope(row), row.content_hash)
-            if existing is not None:
-                results[i] = existing
-            elif row.content_hash not in seen:
-                seen[row.content_hash] = i
+            if item.row.content_hash not in seen:
+                seen[item.row.content_hash] = i
                 fresh.append((i, item))
         if fresh:
             self._store(fresh, results)
@@ -163,14 +104,17 @@ class NoteWriter:
         return [r for r in results if r is not None]
 
     def _store(self, fresh: list[tuple[int, Prepared]], results: list[Note | None]) -> None:
+        """Index first, then ONE transaction: insert unless a live twin exists, count the corpus.
+
+        A crash before the commit leaves vectors without rows (orphans the reconciler deletes
+        once they are older than its grace period), never a row without its vector; the caller
+        acknowledges only after the commit.
+        """
         tenant, namespace = self.scope.tenant, self._view.namespace
-        self._parts.corpus.ensure(tenant, namespace)
-        with self._parts.db.session(tenant) as sess:
-            sess.add_all([item.row for _, item in fresh])
-            tokens = sum(item.row.token_count for _, item in fresh)
-            self._parts.corpus.adjust(sess, tenant, namespace, len(fresh), tokens)
-            avgdl = self._parts.corpus.avgdl(sess, tenant, namespace)
-        self._vault.fault("after_pending")
+        corpus = self._parts.corpus
+        corpus.ensure(tenant, namespace)
+        rows = [item.row for _, item in fresh]
+        avgdl = corpus.avgdl_with(tenant, namespace, len(rows), sum(r.token_count for r in rows))
         points = self._vault.index_points(
             [(item.row, item.text, item.topics) for _, item in fresh],
             avgdl,
@@ -178,15 +122,46 @@ class NoteWriter:
         )
         self._parts.index.upsert(namespace, points)
         self._vault.fault("after_upsert")
-        ids = [item.row.id for _, item in fresh]
+        now = self._parts.clock()
+        twins: list[tuple[int, Prepared]] = []
         with self._parts.db.session(tenant) as sess:
-            sess.execute(scoped_update(self._view.readable, NoteRow.id.in_(ids), status=ACTIVE))
+            stored: list[NoteRow] = []
+            for i, item in fresh:
+                if sess.execute(INSERT_UNLESS_TWIN, row_params(item.row, now)).first() is None:
+                    twins.append((i, item))
+                else:
+                    stored.append(item.row)
+            corpus.add_returning(
+                sess, tenant, namespace, len(stored), sum(r.token_count for r in stored)
+            )
+        self._vault.fault("after_commit")
+        twin_positions = {i for i, _ in twins}
         for i, item in fresh:
-            item.row.status = ACTIVE
-            results[i] = self._vault.decrypt_row(item.row)
+            if i not in twin_positions:
+                results[i] = self._vault.decrypt_row(item.row)
+        if twins:
+            self._resolve_twins(twins, results)
+
+    def _resolve_twins(self, twins: list[tuple[int, Prepared]], results: list[Note | None]) -> None:
+        """Drafts a live twin refused: drop their vectors (indexed first) and return the twin.
+
+        A crash before the delete leaves orphan vectors for the reconciler. A twin purged since
+        the insert looked (a race) sends the draft through the add again.
+        """
+        self._parts.index.delete(self._view.namespace, [item.row.id for _, item in twins])
+        again: list[tuple[int, Prepared]] = []
+        for i, item in twins:
+            row = item.row
+            existing = self._view.find_duplicate(self._vault.row_scope(row), row.content_hash)
+            if existing is None:
+                again.append((i, item))
+            else:
+                results[i] = existing
+        if again:
+            self._store(again, results)
 
     def prepare(self, draft: NoteDraft) -> Prepared:
-        """Validate, screen and encrypt one draft into a pending row (not yet stored)."""
+        """Validate, screen and encrypt one draft into a row (stored by `_store`)."""
         check_text(draft.text)
         kind = check_note_type(draft.note_type)
         topics = check_topics(draft.topics, kind)
@@ -228,7 +203,7 @@ class NoteWriter:
             writers=member_list([self.scope.agent]),
             visibility=draft.visibility,
             note_type=kind,
-            status=PENDING,
+            status=ACTIVE,  # inserted only after its vector is in the index
             is_active=1,
             ephemeral=int("ephemeral" in screened.flags),
             suspicious=int("suspicious" in screened.flags),
