@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import delete, or_, select
+from sqlalchemy import ColumnElement, CompoundSelect, delete, exists, or_, select, union
 from sqlalchemy.orm import Session
 
-from memvault.vault.store.models import LinkRow
+from memvault.vault.store.models import LinkRow, NoteRow
 
 
 def delete_links_of(sess: Session, tenant: str, note_ids: Sequence[str]) -> int:
@@ -39,3 +39,29 @@ def neighbours(sess: Session, tenant: str, user: str, note_ids: Sequence[str]) -
         found.add(src)
         found.add(dst)
     return found - set(note_ids)
+
+
+def linked_ids(tenant: str, user: str, note_ids: Sequence[str]) -> CompoundSelect:
+    """A subquery of the ids linked to any of `note_ids` (either direction), one tenant and
+    user; `note_ids` themselves may be among them."""
+    ids = list(note_ids)
+    return union(
+        select(LinkRow.dst_id).where(
+            LinkRow.tenant_id == tenant, LinkRow.user_id == user, LinkRow.src_id.in_(ids)
+        ),
+        select(LinkRow.src_id).where(
+            LinkRow.tenant_id == tenant, LinkRow.user_id == user, LinkRow.dst_id.in_(ids)
+        ),
+    )
+
+
+def note_has_links() -> ColumnElement[bool]:
+    """Correlated to `notes`: true when the note is an end of any link of its tenant.
+
+    A superset of what a walk can follow (no user filter), so it may only ever be used to
+    skip a walk that would find nothing. Each arm is an index lookup.
+    """
+    return or_(
+        exists().where(LinkRow.tenant_id == NoteRow.tenant_id, LinkRow.src_id == NoteRow.id),
+        exists().where(LinkRow.tenant_id == NoteRow.tenant_id, LinkRow.dst_id == NoteRow.id),
+    )

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from memvault.errors import InvalidRequest
-from memvault.vault.index.base import RRF_K, PointFilter
-from memvault.vault.links import neighbours
+from memvault.vault.index.base import RRF_K, Hit, PointFilter
+from memvault.vault.links import linked_ids, note_has_links
 from memvault.vault.notes import SearchHit
+from memvault.vault.store.models import NoteRow
+from memvault.vault.store.scoping import scoped_select
 from memvault.vault.text import SparseEncoder, heat_boost
 
 if TYPE_CHECKING:
@@ -119,54 +121,83 @@ class HybridRetriever:
                 weights=fusion.weights,
                 rrf_k=fusion.k,
             )
-        results = self._view.hydrate(hits)
         if mode == "full":
-            results = self._reheat(results)[:limit]
-            results += self._expand(results, dense or [], where)
+            results = self._full(hits, limit, dense or [], where)
+        else:
+            results = self._view.hydrate(hits)
         self._parts.retrievals.record(scope.tenant, [r.note.id for r in results])
         return results[: limit + GRAPH_MAX_EXTRA]
 
-    def _reheat(self, results: list[SearchHit]) -> list[SearchHit]:
-        now = self._parts.clock()
-        boosted = [
-            SearchHit(
-                r.note,
-                r.score
-                * heat_boost(
-                    r.note.retrieval_count,
-                    (now - r.note.last_accessed) / 86_400,
-                    note_type=r.note.note_type,
-                ),
-                r.via,
-            )
-            for r in results
-        ]
-        return sorted(boosted, key=lambda r: r.score, reverse=True)
-
-    def _expand(
-        self, results: list[SearchHit], dense: Sequence[float], where: PointFilter
+    def _full(
+        self, hits: Sequence[Hit], limit: int, dense: Sequence[float], where: PointFilter
     ) -> list[SearchHit]:
-        """Walk links breadth-first up to 2 hops; admit at most 8 notes that pass the gate."""
-        if not results or not dense:
+        """Heat and the graph walk over one transaction; decrypts only what is returned.
+
+        One statement loads the fused candidates' rows (their heat fields ride along) and
+        whether each has links; heat reorders them and only the top `limit` are decrypted.
+        When some of those have links, the walk costs one statement per hop in the same
+        transaction, each returning the readable, live rows of the linked notes, so the
+        admitted ones need no second read.
+        """
+        view = self._view
+        view.check_hits(hits)
+        if not hits:
             return []
+        statement = scoped_select(
+            view.readable, NoteRow.id.in_([h.id for h in hits]), *view.live_clause()
+        ).add_columns(note_has_links())
+        with self._parts.db.session(view.scope.tenant) as sess:
+            found = sess.execute(statement).all()
+            rows = {row.id: row for row, _ in found}
+            ranked = reheat(hits, rows, self._parts.clock())[:limit]
+            top = [row.id for row, _ in ranked]
+            linked = {row.id for row, has_links in found if has_links}
+            hop_of, reached = (
+                self._walk(sess, top, [i for i in top if i in linked]) if dense else ({}, {})
+            )
+        results = [SearchHit(view.note_of(row), score) for row, score in ranked]
+        if hop_of:
+            admitted = self._gate(hop_of, dense, where)
+            view.check_hits(admitted)
+            results += [SearchHit(view.note_of(reached[h.id]), h.score, "graph") for h in admitted]
+        return results
+
+    def _walk(
+        self, sess: Any, start: list[str], frontier: list[str]
+    ) -> tuple[dict[str, int], dict[str, NoteRow]]:
+        """Breadth-first over links up to 2 hops from `start`: each reached id's hop, and its row.
+
+        `frontier` is the part of `start` that has links at all: empty, and no hop statement
+        runs. The walk passes only through notes the caller may read: an unreadable note is
+        neither admitted nor a bridge to its own neighbours.
+        """
         scope = self._view.scope
-        seen = {r.note.id for r in results}
-        frontier = list(seen)
+        seen = set(start)
         hop_of: dict[str, int] = {}
+        reached: dict[str, NoteRow] = {}
         for hop in range(1, GRAPH_HOPS + 1):
-            with self._parts.db.session(scope.tenant) as sess:
-                found = neighbours(sess, scope.tenant, scope.user, frontier) - seen
-            seen.update(found)
-            # The walk passes only through notes the caller may read: an unreadable note is
-            # neither admitted nor a bridge to its own neighbours.
-            found = self._view.readable_ids(sorted(found))
+            if not frontier:
+                break
+            linked = linked_ids(scope.tenant, scope.user, frontier)
+            found = {
+                k: r
+                for k, r in self._view.live_rows(sess, NoteRow.id.in_(linked)).items()
+                if k not in seen
+            }
             if not found:
                 break
             frontier = sorted(found)
+            seen.update(frontier)
+            reached.update(found)
             hop_of.update(dict.fromkeys(frontier, hop))
+        return hop_of, reached
+
+    def _gate(
+        self, hop_of: dict[str, int], dense: Sequence[float], where: PointFilter
+    ) -> list[Hit]:
+        """Admit at most 8 reached notes whose cosine to the query passes the model's gate:
+        nearer hops first, then the more similar."""
         candidates = list(hop_of)
-        if not candidates:
-            return []
         gate = graph_gate(self._parts.embedder.model_id)
         gated = self._parts.index.search_dense(
             self._view.namespace,
@@ -180,8 +211,26 @@ class HybridRetriever:
             ),
             len(candidates),
         )
-        passing = [h for h in gated if h.score >= gate]
-        # Breadth-first: nearer hops first, then the more similar.
+        passing = [h for h in gated if h.score >= gate and h.id in hop_of]
         passing.sort(key=lambda h: (hop_of.get(h.id, GRAPH_HOPS + 1), -h.score))
-        admitted = passing[:GRAPH_MAX_EXTRA]
-        return self._view.hydrate(admitted, via="graph")
+        return passing[:GRAPH_MAX_EXTRA]
+
+
+def reheat(
+    hits: Sequence[Hit], rows: dict[str, NoteRow], now: float
+) -> list[tuple[NoteRow, float]]:
+    """The fused hits that have a live row, each with its score times its heat boost, best
+    first (a stable sort: ties keep the store's order). Heat reads the row's retrieval count,
+    last access and type, so it needs no decryption."""
+    boosted = []
+    for hit in hits:
+        row = rows.get(hit.id)
+        if row is None:  # derived index lagging the source of truth: skip, never widen
+            continue
+        boost = heat_boost(
+            row.retrieval_count,
+            (now - row.last_accessed) / 86_400,
+            note_type="knowledge" if row.note_type == "knowledge" else "memory",
+        )
+        boosted.append((row, hit.score * boost))
+    return sorted(boosted, key=lambda pair: pair[1], reverse=True)

@@ -333,28 +333,36 @@ class ScopedVault:
 
     def hydrate(self, hits: Sequence[Hit], via: str = "search") -> list[SearchHit]:
         """Load and decrypt the notes behind index hits, re-checking every one's scope."""
-        user, readers = self.index_tags()
-        for hit in hits:
-            payload = hit.payload
-            if payload.get("user_id") != user or not set(readers) & set(payload.get("readers", [])):
-                raise ScopeViolation("the index returned a point outside the caller's scopes")
+        self.check_hits(hits)
         ids = [h.id for h in hits]
         if not ids:
             return []
         with self._parts.db.session(self.scope.tenant) as sess:
-            rows = {
-                r.id: r
-                for r in sess.execute(
-                    scoped_select(self.readable, NoteRow.id.in_(ids), *self.live_clause())
-                ).scalars()
-            }
+            rows = self.live_rows(sess, NoteRow.id.in_(ids))
         results = []
         for hit in hits:
             row = rows.get(hit.id)
             if row is None:  # derived index lagging the source of truth: skip, never widen
                 continue
-            results.append(SearchHit(self._checked(self.vault.decrypt_row(row)), hit.score, via))
+            results.append(SearchHit(self.note_of(row), hit.score, via))
         return results
+
+    def check_hits(self, hits: Sequence[Hit]) -> None:
+        """ScopeViolation unless every hit's payload carries the caller's user and a reader."""
+        user, readers = self.index_tags()
+        for hit in hits:
+            payload = hit.payload
+            if payload.get("user_id") != user or not set(readers) & set(payload.get("readers", [])):
+                raise ScopeViolation("the index returned a point outside the caller's scopes")
+
+    def live_rows(self, sess: Any, *where: Any) -> dict[str, NoteRow]:
+        """Rows the caller may read now (live, in its scopes) matching `where`, in one statement."""
+        statement = scoped_select(self.readable, *where, *self.live_clause())
+        return {r.id: r for r in sess.execute(statement).scalars()}
+
+    def note_of(self, row: NoteRow) -> Note:
+        """Decrypt a row from `live_rows`, re-checking its scope at the exit."""
+        return self._checked(self.vault.decrypt_row(row))
 
     def readable_ids(self, note_ids: Sequence[str]) -> set[str]:
         """The subset of `note_ids` the caller may read now (live, in its scopes)."""
