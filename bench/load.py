@@ -7,6 +7,9 @@ workload. Requests are bounded in time and count, only loopback is addressed, an
 stopped at the end. Prints throughput, p50/p95/p99 per operation and the errors.
 
 Run: .venv/bin/python -m bench.load [--clients 8] [--seconds 20] [--mix add=3,search=4,get=2,list=1]
+
+A/B in one session: `--src DIR` serves from another source tree (e.g. a copy of `src/` taken
+before a change) with this venv's packages, so the two can be run alternately on one machine.
 """
 
 from __future__ import annotations
@@ -61,11 +64,13 @@ def parse_mix(spec: str) -> dict[str, int]:
 class Server:
     """`memvault serve` in its own process group, on a fresh data directory."""
 
-    def __init__(self, data: Path) -> None:
+    def __init__(self, data: Path, src: Path | None = None) -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         env = {k: v for k, v in os.environ.items() if not k.startswith("MEMVAULT_")}
         env["MEMVAULT_OPERATOR_KEY"] = OPERATOR_KEY
+        if src is not None:
+            env["PYTHONPATH"] = str(src.resolve())
         argv = ["serve", "--port", str(self.port), "--data-dir", str(data)]
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "memvault.cli", *argv],
@@ -86,6 +91,14 @@ class Server:
             time.sleep(0.3)
         self.stop()
         raise SystemExit("memvault serve did not become ready")
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU the server process has used (Linux /proc; 0 elsewhere)."""
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         try:
@@ -114,7 +127,8 @@ def client_loop(
     key: str,
     seed: int,
     mix: dict[str, int],
-    until: float,
+    start: threading.Barrier,
+    clock: dict[str, float],
     samples: dict[str, list[float]],
     errors: Counter[str],
     lock: threading.Lock,
@@ -125,11 +139,19 @@ def client_loop(
     texts: list[str] = []
     headers = {"Authorization": f"Bearer {key}"}
     with httpx.Client(base_url=base, headers=headers, timeout=30) as http:
-        for _ in range(5):  # seed: something to search, get and list
-            r = http.post("/v1/memories", json={"text": sentence(rng)})
-            if r.status_code == 201:
-                ids.append(r.json()["id"])
-                texts.append(r.json()["text"])
+        try:
+            for _ in range(5):  # seed: something to search, get and list
+                r = http.post("/v1/memories", json={"text": sentence(rng)})
+                if r.status_code == 201:
+                    ids.append(r.json()["id"])
+                    texts.append(r.json()["text"])
+        finally:
+            start.wait(timeout=600)  # the measured window opens once every client has seeded
+        if not ids:
+            with lock:
+                errors["seed"] += 1
+            return
+        until = clock["until"]
         for _ in range(MAX_REQUESTS_PER_CLIENT):
             if time.monotonic() >= until:
                 return
@@ -165,29 +187,38 @@ def percentile(ordered: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1) + 0.5))]
 
 
-def run(clients: int, seconds: float, mix: dict[str, int]) -> dict[str, Any]:
+def run(
+    clients: int, seconds: float, mix: dict[str, int], src: Path | None = None
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
-        server = Server(Path(tmp) / "data")
+        server = Server(Path(tmp) / "data", src)
         try:
             keys = setup_keys(server.base, clients)
             samples: dict[str, list[float]] = defaultdict(list)
             errors: Counter[str] = Counter()
             lock = threading.Lock()
-            until = time.monotonic() + seconds
+            clock: dict[str, float] = {}
+
+            def open_window() -> None:
+                clock["started"] = time.monotonic()
+                clock["until"] = clock["started"] + seconds
+                clock["cpu"] = server.cpu_seconds()
+
+            start = threading.Barrier(clients, action=open_window)
             threads = [
                 threading.Thread(
                     target=client_loop,
-                    args=(server.base, keys[i], i, mix, until, samples, errors, lock),
+                    args=(server.base, keys[i], i, mix, start, clock, samples, errors, lock),
                     daemon=True,
                 )
                 for i in range(clients)
             ]
-            started = time.monotonic()
             for t in threads:
                 t.start()
             for t in threads:
-                t.join(timeout=seconds + 120)
-            wall = time.monotonic() - started
+                t.join(timeout=seconds + 300)
+            wall = time.monotonic() - clock["started"]
+            server_cpu = server.cpu_seconds() - clock["cpu"]
         finally:
             server.stop()
     report: dict[str, Any] = {"clients": clients, "seconds": round(wall, 1), "mix": mix, "ops": {}}
@@ -201,7 +232,12 @@ def run(clients: int, seconds: float, mix: dict[str, int]) -> dict[str, Any]:
             "p99_ms": round(percentile(ordered, 0.99), 1),
         }
     report["errors"] = dict(errors)
-    report["total_per_s"] = round(sum(len(v) for v in samples.values()) / wall, 1)
+    done = sum(len(v) for v in samples.values())
+    report["total_per_s"] = round(done / wall, 1)
+    # Server CPU per request: steadier than throughput on a shared machine, where other
+    # processes take cores away from the server.
+    report["server_cpu_ms_per_request"] = round(server_cpu * 1000 / max(done, 1), 2)
+    report["server_cpu_share"] = round(server_cpu / wall, 2)
     return report
 
 
@@ -211,13 +247,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--mix", default="add=3,search=4,get=2,list=1")
     parser.add_argument("--out", type=Path, default=Path("bench/out/load.json"))
+    parser.add_argument("--src", type=Path, help="serve from this source tree (A/B runs)")
     args = parser.parse_args(argv)
     if not (1 <= args.clients <= 64 and 1 <= args.seconds <= 600):
         raise SystemExit("--clients must be 1-64 and --seconds 1-600")
-    report = run(args.clients, args.seconds, parse_mix(args.mix))
+    report = run(args.clients, args.seconds, parse_mix(args.mix), args.src)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2))
-    print(f"{args.clients} clients, {report['seconds']} s, {report['total_per_s']} requests/s")
+    print(
+        f"{args.clients} clients, {report['seconds']} s, {report['total_per_s']} requests/s, "
+        f"server CPU {report['server_cpu_ms_per_request']} ms/request "
+        f"({report['server_cpu_share']} cores), load {os.getloadavg()[0]:.1f}"
+    )
     for op, r in report["ops"].items():
         print(
             f"  {op:7s} {r['per_s']:7.1f}/s  p50 {r['p50_ms']:7.1f}  p95 {r['p95_ms']:7.1f}  "

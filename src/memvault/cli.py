@@ -6,6 +6,7 @@ import functools
 import logging
 import os
 import secrets
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn, ParamSpec, TypeVar
@@ -175,7 +176,17 @@ def serve(
         api = create_app(services, operator_key=operator_key)
         # memvault's logging (configured above) formats uvicorn's records too; its access line
         # (raw path and query) is replaced by memvault.access (route template, request id).
-        uvicorn.run(api, host=host, port=port, log_config=None, access_log=False)
+        # uvloop and httptools (both dependencies) are named rather than left to "auto", so a
+        # broken install fails here instead of quietly serving on asyncio + h11.
+        uvicorn.run(
+            api,
+            host=host,
+            port=port,
+            log_config=None,
+            access_log=False,
+            loop="asyncio" if sys.platform == "win32" else "uvloop",
+            http="httptools",
+        )
     finally:
         services.close()
 
