@@ -202,7 +202,7 @@ def test_an_erase_removes_the_users_ids_from_key_rotation_records(
     rotation.start_rotation(services, "t1", USER, None, "k-admin")  # the victim's own job
     whole = rotation.start_rotation(services, "t1", None, None, "k-admin")  # the whole tenant
     jobs = install(services).erasures
-    assert inventory.store("key_rotation_jobs").count(services, OwnedBy("t1", USER)) == 2  # type: ignore[misc]
+    assert inventory.count("key_rotation_jobs", services, OwnedBy("t1", USER)) == 2
     receipt = jobs.run("t1", jobs.start("t1", USER, None, "k-admin"))
     assert receipt["receipt"]["verified"] is True
     kept = rotation.load_rotation(services, "t1", whole.id)

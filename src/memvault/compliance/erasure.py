@@ -31,8 +31,8 @@ from sqlalchemy import select
 
 from memvault.compliance import inventory
 from memvault.compliance.canonical import rfc3339
+from memvault.compliance.receipts import signed_receipt
 from memvault.compliance.rotation_erasure import forget_subject
-from memvault.compliance.signatures import sign_document
 from memvault.errors import NotFound
 from memvault.vault.drafts import user_tag
 from memvault.vault.ids import uuid7
@@ -315,9 +315,11 @@ class _Job:
 
     def _rows(self) -> None:
         services, subject = self.jobs.services, self.subject
-        counters = inventory.store("retrieval_counters").count
-        assert counters is not None
-        _put(self.state, "retrieval_counters", counters(services, subject))
+        _put(
+            self.state,
+            "retrieval_counters",
+            inventory.count("retrieval_counters", services, subject),
+        )
         cached = services.vault.parts.embedder.count_scope(
             subject.tenant, subject.user, subject.agent
         )
@@ -337,29 +339,21 @@ class _Job:
 
     def _sign(self) -> None:
         state = self.state
-        stores = [
-            {
-                "store": name,
-                "deleted": max(state.deleted.get(name, 0), state.before.get(name, 0) - left),
-                "remaining": left,
-            }
-            for name, left in sorted(state.remaining.items())
-        ]
-        body = {
-            "id": self.job_id,
-            "tenant_id": self.tenant,
-            "subject": {"user_id": state.user_id, "agent_id": state.agent_id},
-            "requested_by": state.requested_by,
-            "requested_at": rfc3339(state.requested_at),
-            "completed_at": rfc3339(self.jobs.clock()),
-            "keys_destroyed": max(
-                state.keys_destroyed,
-                state.before.get("data_keys", 0) - state.remaining.get("data_keys", 0),
-            ),
-            "stores": stores,
-            "verified": bool(stores) and all(s["remaining"] == 0 for s in stores),
+        # `deleted` survives a crash between a step and its record through the first count.
+        deleted = {
+            name: max(state.deleted.get(name, 0), state.before.get(name, 0) - left)
+            for name, left in state.remaining.items()
         }
-        key_id, signature = sign_document(self.jobs.services.keyring.signing_keys(), body)
-        self.jobs.finish(
-            self.tenant, self.job_id, {"receipt": body, "key_id": key_id, "signature": signature}
+        receipt = signed_receipt(
+            self.jobs.services.keyring.signing_keys(),
+            receipt_id=self.job_id,
+            tenant=self.tenant,
+            subject={"user_id": state.user_id, "agent_id": state.agent_id},
+            requested_by=state.requested_by,
+            requested_at=state.requested_at,
+            completed_at=self.jobs.clock(),
+            keys_destroyed=max(state.keys_destroyed, deleted.get("data_keys", 0)),
+            deleted=deleted,
+            remaining=state.remaining,
         )
+        self.jobs.finish(self.tenant, self.job_id, receipt)

@@ -17,6 +17,7 @@ from sqlalchemy import select
 
 from memvault.compliance.backup import rebuild_tenant
 from memvault.vault.drafts import ACTIVE, namespace_for, user_tag
+from memvault.vault.index.base import PointFilter
 from memvault.vault.store.models import NoteRow
 
 if TYPE_CHECKING:
@@ -35,10 +36,17 @@ def needs_upgrade(services: Services, tenant: str) -> bool:
         ).first()
     if row is None:
         return False
-    hits = services.index.retrieve(namespace_for(tenant), [row.id])
+    namespace = namespace_for(tenant)
+    expected = user_tag(services.keyring.index_key(tenant).tag, row.user_id)
+    # The usual answer, cheaply: the point sits under the user's tag (one shard is opened).
+    tagged = PointFilter(user_id=expected, only_ids=(row.id,))
+    if services.index.count(namespace, tagged):
+        return False
+    # Not there: a legacy point (clear ids, its own shard) or none at all. Only now look in
+    # every shard of the tenant.
+    hits = services.index.retrieve(namespace, [row.id])
     if not hits:
         return False  # a missing point is the reconciler's business
-    expected = user_tag(services.keyring.index_key(tenant).tag, row.user_id)
     return hits[0].payload.get("user_id") != expected
 
 

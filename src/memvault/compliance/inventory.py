@@ -21,7 +21,7 @@ from memvault.vault.store.scoping import OwnedBy, scoped_select
 if TYPE_CHECKING:
     from memvault.vault.factory import Services
 
-Counter = Callable[["Services", OwnedBy], int]
+Counter = Callable[["Tally"], int]
 
 DELETED = "deleted"
 SHREDDED = "crypto-shredded"
@@ -48,25 +48,46 @@ class Store:
         return self.count is not None and self.on_erase in (DELETED, SHREDDED)
 
 
+class Tally:
+    """One counting pass over the inventory for a subject.
+
+    `Eraser.remaining` counts several stores in one go (SQL rows, links, index points, keys, …);
+    it runs once per pass, however many entries read from it.
+    """
+
+    def __init__(self, services: Services, subject: OwnedBy) -> None:
+        assert subject.user is not None, "the inventory counts a user or an agent"
+        self.services = services
+        self.subject = subject
+        self._eraser_counts: dict[str, int] | None = None
+
+    def eraser_count(self, key: str) -> int:
+        if self._eraser_counts is None:
+            s = self.subject
+            assert s.user is not None
+            self._eraser_counts = self.services.eraser.remaining(s.tenant, s.user, s.agent)
+        return self._eraser_counts[key]
+
+
 def _remaining(key: str) -> Counter:
-    def count(services: Services, subject: OwnedBy) -> int:
-        assert subject.user is not None
-        return services.eraser.remaining(subject.tenant, subject.user, subject.agent)[key]
+    def count(tally: Tally) -> int:
+        return tally.eraser_count(key)
 
     return count
 
 
-def _retrieval_counters(services: Services, subject: OwnedBy) -> int:
-    with services.db.session(subject.tenant) as sess:
-        query = scoped_select(subject, NoteRow.retrieval_count > 0).subquery()
+def _retrieval_counters(tally: Tally) -> int:
+    with tally.services.db.session(tally.subject.tenant) as sess:
+        query = scoped_select(tally.subject, NoteRow.retrieval_count > 0).subquery()
         return int(sess.execute(select(func.count()).select_from(query)).scalar_one())
 
 
-def _rotation_records(services: Services, subject: OwnedBy) -> int:
+def _rotation_records(tally: Tally) -> int:
     from memvault.compliance.rotation_erasure import count_subject
 
-    assert subject.user is not None
-    return count_subject(services, subject.tenant, subject.user, subject.agent)
+    s = tally.subject
+    assert s.user is not None
+    return count_subject(tally.services, s.tenant, s.user, s.agent)
 
 
 STORES: tuple[Store, ...] = (
@@ -228,19 +249,27 @@ def registered_adapters() -> set[str]:
 
 def counts(services: Services, subject: OwnedBy) -> list[dict[str, object]]:
     """Per store: what it holds, what an erase does to it, and its count for the subject."""
-    rows: list[dict[str, object]] = []
-    for entry in STORES:
-        rows.append(
-            {
-                "store": entry.name,
-                "holds": entry.holds,
-                "on_erase": entry.on_erase,
-                "count": None if entry.count is None else entry.count(services, subject),
-            }
-        )
-    return rows
+    tally = Tally(services, subject)
+    return [
+        {
+            "store": entry.name,
+            "holds": entry.holds,
+            "on_erase": entry.on_erase,
+            "count": None if entry.count is None else entry.count(tally),
+        }
+        for entry in STORES
+    ]
+
+
+def count(name: str, services: Services, subject: OwnedBy) -> int:
+    """The count of one store for the subject (KeyError for a store without a counter)."""
+    counter = store(name).count
+    if counter is None:
+        raise KeyError(name)
+    return counter(Tally(services, subject))
 
 
 def remaining(services: Services, subject: OwnedBy) -> dict[str, int]:
     """The count of every erasable store for the subject: all zero after an erase."""
-    return {e.name: e.count(services, subject) for e in STORES if e.erasable and e.count}
+    tally = Tally(services, subject)
+    return {e.name: e.count(tally) for e in STORES if e.erasable and e.count}

@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
 
-from memvault.compliance.canonical import rfc3339
 from memvault.compliance.erasure import DONE, RUNNING, STEPS, Fault
-from memvault.compliance.signatures import sign_document
+from memvault.compliance.receipts import signed_receipt
 from memvault.errors import NotFound
 from memvault.vault.drafts import namespace_for
 from memvault.vault.erase import TENANT_ROW_MODELS
@@ -154,25 +153,19 @@ class TenantDeletions:
         return finished
 
     def _sign(self, job_id: str, tenant: str, progress: dict[str, Any]) -> dict[str, Any]:
-        remaining: dict[str, int] = progress.get("remaining", {})
         deleted: dict[str, int] = progress["deleted"]
-        stores = [
-            {"store": name, "deleted": int(deleted.get(name, 0)), "remaining": int(left)}
-            for name, left in sorted(remaining.items())
-        ]
-        body = {
-            "id": job_id,
-            "tenant_id": tenant,
-            "subject": {"user_id": None, "agent_id": None},
-            "requested_by": progress["requested_by"],
-            "requested_at": rfc3339(progress["requested_at"]),
-            "completed_at": rfc3339(self._clock()),
-            "keys_destroyed": int(deleted.get("keys", 0)),
-            "stores": stores,
-            "verified": bool(stores) and all(s["remaining"] == 0 for s in stores),
-        }
-        key_id, signature = sign_document(self._services.keyring.signing_keys(), body)
-        receipt = {"receipt": body, "key_id": key_id, "signature": signature}
+        receipt = signed_receipt(
+            self._services.keyring.signing_keys(),
+            receipt_id=job_id,
+            tenant=tenant,
+            subject={"user_id": None, "agent_id": None},
+            requested_by=progress["requested_by"],
+            requested_at=progress["requested_at"],
+            completed_at=self._clock(),
+            keys_destroyed=deleted.get("keys", 0),
+            deleted=deleted,
+            remaining=progress.get("remaining", {}),
+        )
         with self._services.db.session(None) as sess:
             row = sess.get(TenantDeletionRow, job_id)
             if row is None:

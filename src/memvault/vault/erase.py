@@ -94,16 +94,6 @@ class Eraser:
                 remaining=self.remaining(tenant, user, agent),
             )
 
-    def drop_tenant(self, tenant: str) -> dict[str, int]:
-        """Delete a tenant: block it, drop its keys, shred, drop its namespace, delete its rows."""
-        subject = OwnedBy(tenant)
-        with self._parts.guard.blocking(tenant, None, before_drain=self.revoker(subject)):
-            counts = {"keys_destroyed": self.shred_keys(subject)}
-            counts["vectors_deleted"] = self.delete_vectors(subject)
-            counts.update({f"{k}_deleted": v for k, v in self.delete_rows(subject).items()})
-            self.scrub(subject)
-            return counts
-
     # -- steps ---------------------------------------------------------------------------------
 
     def revoker(self, subject: OwnedBy) -> Callable[[], None]:
