@@ -16,14 +16,14 @@ import argparse
 import statistics
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 import numpy as np
 
-from memvault.vault.index import EdgeIndex, IndexPoint, PointFilter, SparseVector
+from bench import index_latency
+from memvault.vault.index import EdgeIndex, IndexPoint, PointFilter
 
-DIM = 512
+DIM = index_latency.DIM
 BATCH = 500
 NS = "bench-tenant"
 USER = "bench-user"
@@ -31,29 +31,7 @@ USER = "bench-user"
 
 def make_points(n: int, rng: np.random.Generator) -> list[IndexPoint]:
     """`n` points of one user with random unit vectors and 12 random words each."""
-    vectors = rng.standard_normal((n, DIM)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    points = []
-    for i in range(n):
-        tokens = sorted({int(t) for t in rng.integers(0, 5000, size=12)})
-        points.append(
-            IndexPoint(
-                id=str(uuid.uuid4()),
-                dense=vectors[i].tolist(),
-                sparse=SparseVector(indices=tuple(tokens), values=tuple([1.0] * len(tokens))),
-                payload={
-                    "user_id": USER,
-                    "agent_id": "a1",
-                    "readers": ["a1"],
-                    "is_active": 1,
-                    "note_type": "fact",
-                    "topic_tags": [],
-                    "created_at": 1_700_000_000 + i,
-                    "model": "bench-512",
-                },
-            )
-        )
-    return points
+    return index_latency.make_points(n, rng, user_of=lambda _i: USER)
 
 
 def one_run(points: list[IndexPoint]) -> tuple[float, float]:

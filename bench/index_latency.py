@@ -25,14 +25,22 @@ DIM = 512
 BATCH = 100
 
 
-def make_points(n: int, rng: np.random.Generator) -> list[IndexPoint]:
-    """Half the points belong to user "big"; the rest to users of 1% each."""
+def make_points(
+    n: int, rng: np.random.Generator, user_of: Callable[[int], str] | None = None
+) -> list[IndexPoint]:
+    """Random unit vectors with 12 random words each; the `i`-th point belongs to `user_of(i)`.
+
+    By default half the points belong to user "big" and the rest to users of 1% each.
+    """
     vectors = rng.standard_normal((n, DIM)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     per_small_user = max(n // 100, 1)
     points = []
     for i in range(n):
-        user = "big" if i % 2 == 0 else f"u{(i // 2) // per_small_user}"
+        if user_of is not None:
+            user = user_of(i)
+        else:
+            user = "big" if i % 2 == 0 else f"u{(i // 2) // per_small_user}"
         tokens = sorted(set(int(t) for t in rng.integers(0, 5000, size=12)))
         points.append(
             IndexPoint(
