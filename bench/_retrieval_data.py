@@ -13,6 +13,7 @@ import os
 import re
 from collections.abc import Collection, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
@@ -78,6 +79,16 @@ class Conversation:
     sample_id: str
     turns: tuple[Turn, ...]
     questions: tuple[Question, ...]
+    session_dates: dict[int, float] = field(default_factory=dict)
+    """Each session's date and time (epoch seconds, UTC), from `session_<n>_date_time`."""
+
+    def session_of(self, turn: Turn) -> int:
+        """The session number of a turn (`D<session>:<turn>`)."""
+        return int(turn.dia_id[1:].split(":", 1)[0])
+
+    def occurred_at(self, turn: Turn) -> float | None:
+        """When the turn's session took place, if the conversation says."""
+        return self.session_dates.get(self.session_of(turn))
 
 
 def clean_evidence(raw: Iterable[str], known: Collection[str]) -> list[str]:
@@ -119,7 +130,22 @@ def parse_conversation(raw: dict[str, object]) -> Conversation:
         if evidence:
             text, category = str(item["question"]), int(item["category"])
             questions.append(Question(text, category, tuple(evidence)))
-    return Conversation(str(raw["sample_id"]), turns, tuple(questions))
+    dates = {
+        int(key.removeprefix("session_").removesuffix("_date_time")): parse_session_date(str(v))
+        for key, v in sessions.items()
+        if key.endswith("_date_time")
+    }
+    known_dates = {k: v for k, v in dates.items() if v is not None}
+    return Conversation(str(raw["sample_id"]), turns, tuple(questions), known_dates)
+
+
+def parse_session_date(value: str) -> float | None:
+    """LoCoMo's `1:56 pm on 8 May, 2023` as epoch seconds (UTC); None if it does not parse."""
+    try:
+        moment = datetime.strptime(value.strip(), "%I:%M %p on %d %B, %Y")
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=UTC).timestamp()
 
 
 def load_locomo(path: Path | None = None) -> list[Conversation]:

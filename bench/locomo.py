@@ -119,9 +119,25 @@ class MemoEmbedder:
         self.last_query_spent = 0.0
 
 
-def search(vault: ScopedVault, query: str, limit: int, mode: str) -> list[SearchHit]:
+def search(
+    vault: ScopedVault, query: str, limit: int, mode: str, fusion: str | None = None
+) -> list[SearchHit]:
     """One `vault.search` in `mode`, as the API runs it."""
-    return vault.search(query, limit=limit, mode=mode)
+    return vault.search(query, limit=limit, mode=mode, fusion=fusion)
+
+
+def turn_drafts(conv: Conversation, *, captions: bool, sessions: bool) -> list[NoteDraft]:
+    """One draft per turn; with `sessions`, its session id and the session's date, as a chat
+    client that knows its conversation would send them (the note is then context-keyed)."""
+    return [
+        NoteDraft(
+            t.memory_text(captions=captions),
+            source=t.dia_id,
+            session_id=f"s{conv.session_of(t)}" if sessions else None,
+            occurred_at=conv.occurred_at(t) if sessions else None,
+        )
+        for t in conv.turns
+    ]
 
 
 def open_bench_services(embedder: Embedder, data_dir: Path) -> Services:
@@ -169,7 +185,12 @@ class Anomalies:
 
 
 def run_mode(
-    embedder: MemoEmbedder, conversations: Sequence[Conversation], mode: str, captions: bool
+    embedder: MemoEmbedder,
+    conversations: Sequence[Conversation],
+    mode: str,
+    captions: bool,
+    sessions: bool = True,
+    fusion: str | None = None,
 ) -> dict[str, Any]:
     """Ingest every conversation into a fresh vault, run every question in `mode`, score it."""
     table = MetricTable()
@@ -185,9 +206,7 @@ def run_mode(
             started = time.perf_counter()
             for i, conv in enumerate(conversations):
                 vault = services.vault.scoped(Scope(TENANT, f"conv{i}", AGENT))
-                drafts = [
-                    NoteDraft(t.memory_text(captions=captions), source=t.dia_id) for t in conv.turns
-                ]
+                drafts = turn_drafts(conv, captions=captions, sessions=sessions)
                 ids = add_in_batches(vault, drafts)
                 notes += len(set(ids))
                 vaults.append((vault, dict(zip((t.dia_id for t in conv.turns), ids, strict=True))))
@@ -196,7 +215,7 @@ def run_mode(
                 for q_no, q in enumerate(conv.questions):
                     embedder.start_query()
                     started = time.perf_counter()
-                    hits = search(vault, q.text, LIMIT, mode)
+                    hits = search(vault, q.text, LIMIT, mode, fusion)
                     vault_s = time.perf_counter() - started - embedder.last_query_spent
                     latencies.append((vault_s + embedder.last_query_seconds) * 1e3)
                     without_embedding.append(vault_s * 1e3)
@@ -425,6 +444,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--captions", action="store_true", help="append ' [image: caption]' to photo turns"
     )
+    parser.add_argument(
+        "--no-sessions",
+        action="store_true",
+        help="add turns without session_id/occurred_at (each note indexed on its own)",
+    )
+    parser.add_argument("--fusion", choices=["score", "rrf"], default=None)
     args = parser.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = set(modes) - set(MODES)
@@ -436,6 +461,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         conversations = conversations[: args.limit_convs]
     questions = sum(len(c.questions) for c in conversations)
     suffix = "-captions" if captions else ""
+    suffix += "-nosessions" if args.no_sessions else ""
+    suffix += f"-{args.fusion}" if args.fusion else ""
     if args.limit_convs:
         suffix += f"-{args.limit_convs}convs"
     out = OUT_DIR / f"locomo-{args.embedder}{suffix}.json"
@@ -452,6 +479,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "embedder": args.embedder,
             "model_id": embedder.model_id,
             "captions": captions,
+            "sessions": not args.no_sessions,
+            "fusion": args.fusion or "model default",
             "conversations": len(conversations),
             "questions": questions,
             "measured_at": time.strftime("%Y-%m-%d %H:%M"),
@@ -459,7 +488,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "load_average_at_start": load1,
         }
         for mode in modes:
-            result = run_mode(embedder, conversations, mode, captions)
+            result = run_mode(
+                embedder, conversations, mode, captions, not args.no_sessions, args.fusion
+            )
             print_mode(mode, result)
             save_report(out, header, {mode: result})
         cosines = cosine_distribution(embedder, conversations, captions)

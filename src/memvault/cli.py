@@ -20,6 +20,7 @@ from memvault.cli_db import db_app
 from memvault.cli_import import register as add_import_command
 from memvault.cli_keys import add_key_commands
 from memvault.cli_mcp import add_mcp_command
+from memvault.cli_reindex import add_reindex_command
 from memvault.config import Settings
 from memvault.errors import VaultError
 from memvault.vault.datadir import DataDirLock, needs_lock
@@ -268,6 +269,7 @@ def demo(data_dir: DemoDataDir = None) -> None:
 add_key_commands(keys_app, command, _settings, lock_data_dir, open_cli_services)
 add_backup_commands(app, command, _settings)
 add_mcp_command(app, command, _settings, lock_data_dir, open_cli_services)
+add_reindex_command(app, command, _settings, lock_data_dir, open_cli_services)
 
 if __name__ == "__main__":  # pragma: no cover
     app()

@@ -1,4 +1,4 @@
-"""Full-mode ranking is what it was before issue 10 (item 3).
+"""Full-mode ranking is what it was before issue 10 (item 3), over the fused candidates.
 
 `ReferenceRetriever` keeps the previous implementation: hydrate (decrypt) every fused
 candidate, multiply each score by `heat_boost` of the decrypted note, sort, then walk the links
@@ -22,6 +22,7 @@ from memvault.vault.factory import Services
 from memvault.vault.index.base import PointFilter
 from memvault.vault.links import neighbours
 from memvault.vault.notes import SearchHit
+from memvault.vault.ranking import search_fused
 from memvault.vault.retrieve import (
     GRAPH_HOPS,
     GRAPH_MAX_EXTRA,
@@ -29,6 +30,7 @@ from memvault.vault.retrieve import (
     HybridRetriever,
     fusion_for,
     graph_gate,
+    query_ranges,
 )
 from memvault.vault.store.models import NoteRow
 from memvault.vault.text import SparseEncoder, heat_boost
@@ -54,7 +56,12 @@ class ReferenceRetriever(HybridRetriever):
     """Full mode exactly as implemented before issue 10 (the reference formula)."""
 
     def search(
-        self, query: str, limit: int, topics: Sequence[str] | None, mode: str
+        self,
+        query: str,
+        limit: int,
+        topics: Sequence[str] | None,
+        mode: str,
+        fusion_method: str | None = None,
     ) -> list[SearchHit]:
         scope = self._view.scope
         where = self._view.point_filter(topics)
@@ -65,16 +72,10 @@ class ReferenceRetriever(HybridRetriever):
         if not sparse.indices:
             hits = self._parts.index.search_dense(self._view.namespace, dense, where, fetch)
         else:
-            fusion = fusion_for(self._parts.embedder.model_id)
-            hits = self._parts.index.search_hybrid(
-                self._view.namespace,
-                dense,
-                sparse,
-                where,
-                fetch,
-                prefetch=max(fetch, 50),
-                weights=fusion.weights,
-                rrf_k=fusion.k,
+            fusion = fusion_for(self._parts.embedder.model_id, fusion_method)
+            ranges = query_ranges(query, self._parts.clock())
+            hits = search_fused(
+                self._parts.index, self._view.namespace, dense, sparse, where, fetch, fusion, ranges
             )
         results = self._view.hydrate(hits)
         now = self._parts.clock()

@@ -104,6 +104,8 @@ def test_heat_reorders_near_ties_in_full_mode(services: Services) -> None:
     v = services.vault.scoped(Scope("t1", "u1", "a1"))
     a = v.add("The user went to the lake on Saturday")
     b = v.add("The user went to the lake on Sunday")
+    for i in range(10):  # the normalised scores need a spread, so the two are near ties
+        v.add(f"Filler note {i} about invoices, spreadsheets and the quarterly budget")
     from memvault.vault.store.models import NoteRow
     from memvault.vault.store.scoping import OwnedBy, scoped_update
 

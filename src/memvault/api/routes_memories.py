@@ -47,6 +47,8 @@ def add_memory(
         topics=body.topics,
         source=body.source,
         ttl_days=body.ttl_days,
+        session_id=body.session_id,
+        occurred_at=body.occurred_at,
     )
     _audit(
         services,
@@ -65,7 +67,9 @@ def search_memories(
     body: SearchMemories, vault: ScopedVaultDep, caller: AgentDep, services: ServicesDep
 ) -> SearchResponse:
     """Search the caller's readable memories (its own, plus the shared ones of its user)."""
-    hits = vault.search(body.query, limit=body.limit, topics=body.topics, mode=body.mode)
+    hits = vault.search(
+        body.query, limit=body.limit, topics=body.topics, mode=body.mode, fusion=body.fusion
+    )
     _audit(services, caller, "note.searched", None, results=len(hits), limit=body.limit)
     now = time.time()
     return SearchResponse(results=[SearchResult.of(h, now) for h in hits])

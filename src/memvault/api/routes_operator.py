@@ -1,11 +1,12 @@
-"""Operator endpoints: create tenants (deletion, with its receipt: `routes_erasure`)."""
+"""Operator endpoints: create tenants (deletion, with its receipt: `routes_erasure`), and the
+index status."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends
 
 from memvault.api.deps import OperatorDep, ServicesDep, only_query_params
-from memvault.api.schemas import CreateTenant, IssuedKeyOut
+from memvault.api.schemas import CreateTenant, IndexStatusOut, IssuedKeyOut
 
 router = APIRouter(prefix="/v1/operator", tags=["operator"])
 
@@ -22,4 +23,19 @@ def create_tenant(body: CreateTenant, _op: OperatorDep, services: ServicesDep) -
         user_id=issued.user,
         agent_id=issued.agent,
         role=issued.role,
+    )
+
+
+@router.get("/index", dependencies=[Depends(only_query_params())])
+def index_status(_op: OperatorDep, services: ServicesDep) -> IndexStatusOut:
+    """The indexing rules and model serving, and each tenant's notes whose point is stale
+    (built under older rules or another model; the background reindex rebuilds them)."""
+    from memvault.vault.reindex import Reindexer
+
+    status = Reindexer(services.vault).status()
+    return IndexStatusOut(
+        index_version=status.index_version,
+        model_id=status.model_id,
+        stale_notes=status.total_stale,
+        stale_by_tenant=status.stale,
     )

@@ -143,6 +143,17 @@ class AddMemory(Strict):
     topics: list[Topic] | None = Field(default=None, max_length=MAX_TOPICS)
     source: Text | None = Field(default=None, max_length=MAX_SOURCE_CHARS)
     ttl_days: float | None = Field(default=None, gt=0, le=MAX_TTL_DAYS)
+    session_id: Id | None = Field(
+        default=None,
+        description="The conversation or episode the memory came from (id grammar): the note is "
+        "indexed together with its predecessor in the session.",
+    )
+    occurred_at: str | None = Field(
+        default=None,
+        max_length=40,
+        description="RFC 3339 time (with an offset) when the remembered event happened; "
+        "default: the write time.",
+    )
 
 
 class UpdateMemory(Strict):
@@ -157,6 +168,11 @@ class SearchMemories(Strict):
     limit: int = Field(default=5, ge=1, le=MAX_SEARCH_LIMIT)
     topics: list[Topic] | None = Field(default=None, max_length=MAX_TOPICS)
     mode: Literal["dense", "sparse", "hybrid", "full"] = "full"
+    fusion: Literal["score", "rrf"] | None = Field(
+        default=None,
+        description="How hybrid modes fuse dense and BM25: by normalised scores (the default) "
+        "or by reciprocal rank (RRF, for comparison).",
+    )
 
 
 class LinkMemories(Strict):
@@ -210,6 +226,8 @@ class NoteOut(BaseModel):
     updated_at: str
     flags: list[str]
     redacted: list[str]
+    session_id: str | None = None
+    occurred_at: str | None = None
 
     @classmethod
     def of(cls, note: Note) -> NoteOut:
@@ -227,6 +245,8 @@ class NoteOut(BaseModel):
             updated_at=iso(note.updated_at),
             flags=list(note.flags),
             redacted=list(note.redacted),
+            session_id=note.session_id,
+            occurred_at=iso(note.occurred_at if note.occurred_at is not None else note.created_at),
         )
 
 
@@ -251,6 +271,8 @@ class SearchResult(BaseModel):
     flags: list[str]
     via: str
     scope: str
+    session_id: str | None = None
+    occurred_at: str | None = None
 
     @classmethod
     def of(cls, hit: SearchHit, now: float) -> SearchResult:
@@ -269,12 +291,21 @@ class SearchResult(BaseModel):
             flags=list(note.flags),
             via=hit.via,
             scope=note.visibility,
+            session_id=note.session_id,
+            occurred_at=iso(note.occurred_at if note.occurred_at is not None else note.created_at),
         )
 
 
 class SearchResponse(BaseModel):
     results: list[SearchResult]
     notice: str = MEMORY_NOTICE
+
+
+class IndexStatusOut(BaseModel):
+    index_version: int = Field(description="The indexing rules this server builds points with.")
+    model_id: str = Field(description="The embedding model serving.")
+    stale_notes: int = Field(description="Notes whose point was built otherwise (all tenants).")
+    stale_by_tenant: dict[str, int]
 
 
 class IssuedKeyOut(BaseModel):

@@ -40,6 +40,9 @@ class NoteDraft:
     topics: Sequence[str] | None = None
     source: str | None = None
     ttl_days: float | None = None
+    session_id: str | None = None
+    occurred_at: float | str | None = None
+    """Epoch seconds or an RFC 3339 time; None: the write time."""
 
 
 def content_hash(tag: Callable[[str], str], storage: Scope, text: str) -> str:
@@ -73,6 +76,7 @@ STAGED_FIELDS = (
     "token_count",
     "model_id",
     "updated_at",
+    "index_version",
 )
 
 
@@ -91,7 +95,7 @@ def swap_in_next(corpus: CorpusStats, sess: Session, row: NoteRow, staged_at: fl
     if current is None or current.next_state is None:
         return False
     state = json.loads(current.next_state)
-    values = {name: state[name] for name in STAGED_FIELDS}
+    values = {name: state[name] for name in STAGED_FIELDS if name in state}
     sess.execute(
         scoped_update(
             target,
@@ -123,7 +127,8 @@ def staged_view(row: NoteRow) -> NoteRow:
     state = json.loads(row.next_state)
     copy = NoteRow(**{c.key: getattr(row, c.key) for c in NoteRow.__table__.columns})
     for name in STAGED_FIELDS:
-        setattr(copy, name, state[name])
+        if name in state:  # versions staged before a field was added lack it
+            setattr(copy, name, state[name])
     copy.text_ct = row.next_text_ct
     copy.attrs_ct = row.next_attrs_ct
     return copy

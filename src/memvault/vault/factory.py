@@ -23,6 +23,7 @@ from memvault.vault.index.base import VectorIndex
 from memvault.vault.maintenance import DEFAULT_GRACE_SECONDS, Maintenance
 from memvault.vault.principals import ApiKeys
 from memvault.vault.reconcile import Reconciler, ReconcileReport
+from memvault.vault.reindex import reindex_sweeper
 from memvault.vault.retrieval_log import RetrievalLog
 from memvault.vault.screen_gate import ScreenGate
 from memvault.vault.service import Vault, VaultParts
@@ -205,5 +206,5 @@ def _open_parts(
         reconciler=Reconciler(vault),
         gate=gate,
         data_dir_lock=lock,
-        sweepers=[idempotency_sweeper(db, clock), audit.flush_bursts],
+        sweepers=[idempotency_sweeper(db, clock), audit.flush_bursts, reindex_sweeper(vault)],
     )

@@ -6,7 +6,10 @@ public service API too. Messages name the field and the rule, never the value.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Sequence
+from datetime import datetime
 
 from memvault.errors import InvalidRequest
 from memvault.scope import SHARED_AGENT, WILDCARD_READER, validate_id
@@ -22,6 +25,8 @@ MAX_TTL_DAYS = 36_500
 MAX_SEARCH_LIMIT = 100
 MAX_LIST_LIMIT = 1000
 MAX_OFFSET = 1_000_000
+MIN_OCCURRED_AT = -2_208_988_800.0  # 1900-01-01T00:00:00Z
+MAX_OCCURRED_AT = 253_402_300_799.0  # 9999-12-31T23:59:59Z
 """The bounds of every client-supplied field; the API's request models declare the same ones."""
 
 
@@ -106,3 +111,45 @@ def check_ttl(ttl_days: float | None) -> float | None:
     if not (0 < ttl_days <= MAX_TTL_DAYS):
         raise InvalidRequest(f"ttl_days must be between 0 and {MAX_TTL_DAYS}")
     return float(ttl_days)
+
+
+_RFC3339 = re.compile(
+    r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:\d{2})"
+)
+
+
+def check_session_id(session_id: object) -> str | None:
+    """A session id in the id grammar (it names a conversation or episode), or None."""
+    if session_id is None:
+        return None
+    if not isinstance(session_id, str):
+        raise InvalidRequest("session_id must be a string")
+    return validate_id(session_id, "session_id")
+
+
+def check_occurred_at(value: object) -> float | None:
+    """An event time: an RFC 3339 string with an offset, or epoch seconds; None when absent.
+
+    Returned as epoch seconds (UTC) within years 1900-9999.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if len(value) > 40 or not _RFC3339.fullmatch(value):
+            raise InvalidRequest("occurred_at must be an RFC 3339 time with an offset")
+        digits = value.upper().replace("Z", "+00:00").replace(" ", "T")
+        head, _, tail = digits.partition(".")
+        if tail:  # Python's fromisoformat takes at most 6 fraction digits
+            fraction, offset = tail[:-6], tail[-6:]
+            digits = f"{head}.{fraction[:6].ljust(6, '0')}{offset}"
+        try:
+            epoch = datetime.fromisoformat(digits).timestamp()
+        except ValueError:
+            raise InvalidRequest("occurred_at must be an RFC 3339 time with an offset") from None
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        epoch = float(value)
+    else:
+        raise InvalidRequest("occurred_at must be an RFC 3339 time or epoch seconds")
+    if not math.isfinite(epoch) or not MIN_OCCURRED_AT <= epoch <= MAX_OCCURRED_AT:
+        raise InvalidRequest("occurred_at must be between years 1900 and 9999")
+    return epoch

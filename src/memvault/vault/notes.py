@@ -32,6 +32,9 @@ class Note:
     flags: tuple[str, ...] = ()
     redacted: tuple[str, ...] = ()
     expires_at: float | None = None
+    session_id: str | None = None
+    occurred_at: float | None = None
+    """When the remembered event happened (epoch seconds); the write time unless a client said."""
 
 
 @dataclass(frozen=True, slots=True)

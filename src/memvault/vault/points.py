@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from memvault.scope import Scope
 from memvault.vault.drafts import agent_tag, topic_tag, user_tag
 from memvault.vault.index.base import IndexPoint
+from memvault.vault.sessions import NO_CONTEXT, IndexContext, event_time
 from memvault.vault.store.models import NoteRow
 from memvault.vault.store.scoping import parse_member_list
 from memvault.vault.text import SparseEncoder
@@ -26,18 +27,25 @@ def build_points(
     items: Sequence[tuple[NoteRow, str, Sequence[str]]],
     avgdl: float,
     tokens: Sequence[Sequence[str]] | None = None,
+    contexts: Sequence[IndexContext] | None = None,
 ) -> list[IndexPoint]:
-    """Points for `(row, text, topics)` items: one embedding batch per storage scope."""
+    """Points for `(row, text, topics)` items: one embedding batch per storage scope.
+
+    `tokens` are each text's own BM25 tokens when the caller has them; `contexts` what each
+    note is indexed with besides its text (`memvault.vault.sessions`), none when omitted.
+    """
+    ctx = list(contexts) if contexts is not None else [NO_CONTEXT] * len(items)
     vectors: dict[int, Any] = {}
     by_scope: dict[Scope, list[int]] = {}
     for i, (row, _, _) in enumerate(items):
         by_scope.setdefault(Scope(row.tenant_id, row.user_id, row.agent_id), []).append(i)
     for scope, positions in by_scope.items():
-        embedded = parts.embedder.embed_documents(scope, [items[i][1] for i in positions])
+        texts = [ctx[i].embed_text(items[i][1]) for i in positions]
+        embedded = parts.embedder.embed_documents(scope, texts)
         for pos, vector in zip(positions, embedded, strict=True):
             vectors[pos] = vector
     return [
-        _point(parts, row, vectors[i], text, topics, avgdl, tokens[i] if tokens else None)
+        _point(parts, row, vectors[i], text, topics, avgdl, tokens[i] if tokens else None, ctx[i])
         for i, (row, text, topics) in enumerate(items)
     ]
 
@@ -50,15 +58,20 @@ def _point(
     topics: Sequence[str],
     avgdl: float,
     tokens: Sequence[str] | None,
+    context: IndexContext,
 ) -> IndexPoint:
     index_key = parts.keyring.index_key(row.tenant_id)
     encoder = SparseEncoder(index_key.token_id)
-    sparse = encoder.encode_tokens(encoder.tokens(text) if tokens is None else tokens, avgdl)
+    own = encoder.tokens(text) if tokens is None else tokens
+    sparse = encoder.encode_tokens(context.bm25_tokens(own), avgdl)
+    extra: dict[str, Any] = {"prev": context.prev_id} if context.prev_id else {}
     return IndexPoint(
         id=row.id,
         dense=vector.tolist(),
         sparse=sparse if sparse.indices else None,
         payload={
+            **extra,
+            "occurred_at": int(event_time(row)),
             "user_id": user_tag(index_key.tag, row.user_id),
             "agent_id": agent_tag(index_key.tag, row.agent_id),
             "readers": [agent_tag(index_key.tag, r) for r in parse_member_list(row.readers)],

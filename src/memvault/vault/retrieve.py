@@ -1,19 +1,21 @@
-"""Hybrid retrieval inside the caller's scopes: dense + keyed BM25 fused by RRF in the store,
+"""Hybrid retrieval inside the caller's scopes: dense + keyed BM25 fused by scores,
 heat with time decay, and a gated 2-hop walk over note links.
 
-Modes: `dense`, `sparse` (BM25 only), `hybrid` (RRF of both), `full` (hybrid + heat + graph).
+Modes: `dense`, `sparse` (BM25 only), `hybrid` (both, fused by scores and re-ranked: see
+`memvault.vault.ranking`; RRF on request), `full` (hybrid + heat + graph).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from memvault.errors import InvalidRequest
-from memvault.vault.index.base import RRF_K, Hit, PointFilter
+from memvault.vault.index.base import Hit, PointFilter
 from memvault.vault.links import linked_ids, note_has_links
 from memvault.vault.notes import SearchHit
+from memvault.vault.ranking import FUSION_METHODS, Fusion, search_fused
 from memvault.vault.store.models import NoteRow
 from memvault.vault.store.scoping import scoped_select
 from memvault.vault.text import SparseEncoder, heat_boost
@@ -41,36 +43,23 @@ GRAPH_GATE_BY_MODEL: dict[str, float] = {
 DEFAULT_GRAPH_GATE = 0.25
 
 
-@dataclass(frozen=True, slots=True)
-class Fusion:
-    """How the store fuses the dense and sparse lists: weighted RRF with constant `k`.
-
-    Qdrant's weight stretches ranks (`1 / (rank / w + k - 1)`), so a low dense weight only
-    demotes the dense list when `k` is small too.
-    """
-
-    dense_weight: float = 1.0
-    sparse_weight: float = 1.0
-    k: int = RRF_K
-
-    @property
-    def weights(self) -> tuple[float, float]:
-        return (self.dense_weight, self.sparse_weight)
-
-
 FUSION_BY_MODEL: dict[str, Fusion] = {
-    # USE-m3's dense list is far weaker than keyed BM25 (LoCoMo R@10 .319 vs .614; CMRC R@1 .700
-    # vs .953): at equal weights, k = 60, it drags hybrid to .491 / .870. The benchmark's fusion
-    # study put k = 5 with dense weight 0.03 at BM25's level while keeping dense as the fallback
-    # for queries BM25 cannot match (docs/retrieval.md); measured through the vault there too.
-    "use-m3": Fusion(dense_weight=0.03, k=5),
+    # Chosen on LoCoMo conversations 0-4 (the best sum of overall and multi-hop R@10 over a
+    # grid) and confirmed on 5-9: `bench.locomo_tune`, docs/retrieval.md. The dense share of
+    # the convex combination, the predecessor's and successor's shares, and the date bonus.
+    "use-m3": Fusion(dense_weight=0.4, prev=0.4, next=1.2, date=0.1),
 }
 DEFAULT_FUSION = Fusion()
 
 
-def fusion_for(model_id: str) -> Fusion:
-    """The hybrid fusion settings for an embedding model."""
-    return FUSION_BY_MODEL.get(model_id, DEFAULT_FUSION)
+def fusion_for(model_id: str, method: str | None = None) -> Fusion:
+    """The hybrid fusion settings for an embedding model; `method` overrides score vs rrf."""
+    if method is not None and method not in FUSION_METHODS:
+        raise InvalidRequest(f"fusion must be one of {', '.join(FUSION_METHODS)}")
+    fusion = FUSION_BY_MODEL.get(model_id, DEFAULT_FUSION)
+    if method is None or method == fusion.method:
+        return fusion
+    return replace(fusion, method="rrf" if method == "rrf" else "score")
 
 
 def graph_gate(model_id: str) -> float:
@@ -86,7 +75,12 @@ class HybridRetriever:
         self._parts = view.vault.parts
 
     def search(
-        self, query: str, limit: int, topics: Sequence[str] | None, mode: str
+        self,
+        query: str,
+        limit: int,
+        topics: Sequence[str] | None,
+        mode: str,
+        fusion_method: str | None = None,
     ) -> list[SearchHit]:
         if mode not in SEARCH_MODES:
             raise InvalidRequest(f"mode must be one of {', '.join(SEARCH_MODES)}")
@@ -110,17 +104,9 @@ class HybridRetriever:
             hits = index.search_sparse(namespace, sparse, where, fetch) if sparse.indices else []
         else:
             assert dense is not None and sparse is not None
-            fusion = fusion_for(embedder.model_id)
-            hits = index.search_hybrid(
-                namespace,
-                dense,
-                sparse,
-                where,
-                fetch,
-                prefetch=max(fetch, 50),
-                weights=fusion.weights,
-                rrf_k=fusion.k,
-            )
+            fusion = fusion_for(embedder.model_id, fusion_method)
+            ranges = query_ranges(query, self._parts.clock()) if fusion.date else []
+            hits = search_fused(index, namespace, dense, sparse, where, fetch, fusion, ranges)
         if mode == "full":
             results = self._full(hits, limit, dense or [], where)
         else:
@@ -214,6 +200,13 @@ class HybridRetriever:
         passing = [h for h in gated if h.score >= gate and h.id in hop_of]
         passing.sort(key=lambda h: (hop_of.get(h.id, GRAPH_HOPS + 1), -h.score))
         return passing[:GRAPH_MAX_EXTRA]
+
+
+def query_ranges(query: str, now: float) -> list[tuple[float, float]]:
+    """The time ranges a query names, as (start, end) epoch seconds."""
+    from memvault.vault.text.dates import parse_time_ranges
+
+    return [(r.start, r.end) for r in parse_time_ranges(query, now)]
 
 
 def reheat(

@@ -50,6 +50,7 @@ from memvault.vault.index.base import Hit, IndexPoint, PointFilter, VectorIndex
 from memvault.vault.notes import Note, SearchHit, Visibility
 from memvault.vault.retrieval_log import RetrievalLog
 from memvault.vault.screen_gate import ScreenGate
+from memvault.vault.sessions import NO_CONTEXT, IndexContext
 from memvault.vault.store.database import Database
 from memvault.vault.store.models import NoteRow
 from memvault.vault.store.scoping import ReadableBy, parse_member_list, scoped_select
@@ -157,6 +158,8 @@ class Vault:
             flags=tuple(flags),
             redacted=tuple(t for t in row.redacted_types.split(",") if t),
             expires_at=row.expires_at,
+            session_id=attrs.get("session_id"),
+            occurred_at=row.occurred_at if row.occurred_at is not None else row.created_at,
         )
 
     def index_point(
@@ -174,15 +177,31 @@ class Vault:
         items: Sequence[tuple[NoteRow, str, Sequence[str]]],
         avgdl: float,
         tokens: Sequence[Sequence[str]] | None = None,
+        contexts: Sequence[IndexContext] | None = None,
     ) -> list[IndexPoint]:
         """Vector points for rows (dense embedded in one batch per scope, keyed BM25 sparse).
 
-        `tokens`, parallel to `items`, passes each text's BM25 tokens when the caller already
-        has them (a write tokenizes once).
+        `tokens`, parallel to `items`, passes each text's own BM25 tokens when the caller already
+        has them (a write tokenizes once). `contexts` says what each note is indexed with
+        besides its text (`memvault.vault.sessions`); when omitted, each stored row's context is
+        read from SQL (its session predecessor and event date).
         """
         from memvault.vault.points import build_points
 
-        return build_points(self.parts, items, avgdl, tokens)
+        if contexts is None:
+            contexts = self.stored_contexts([row for row, _, _ in items])
+        return build_points(self.parts, items, avgdl, tokens, contexts)
+
+    def stored_contexts(self, rows: Sequence[NoteRow]) -> list[IndexContext]:
+        """The index contexts of stored rows under the current rules."""
+        from memvault.vault.session_index import SessionIndexer
+
+        if not any(r.session_tag is not None or r.occurred_at is not None for r in rows):
+            return [NO_CONTEXT] * len(rows)
+        indexer = SessionIndexer(self)
+        tenant = rows[0].tenant_id
+        with self.parts.db.session(tenant) as sess:
+            return [indexer.context_of(sess, row) for row in rows]
 
 
 class ScopedVault:
@@ -217,9 +236,18 @@ class ScopedVault:
         topics: Sequence[str] | None = None,
         source: str | None = None,
         ttl_days: float | None = None,
+        session_id: str | None = None,
+        occurred_at: float | str | None = None,
     ) -> Note:
-        """Screen, encrypt, index and store a note. Returns it as stored (after redaction)."""
-        draft = NoteDraft(text, visibility, readers, note_type, topics, source, ttl_days)
+        """Screen, encrypt, index and store a note. Returns it as stored (after redaction).
+
+        `session_id` names the conversation or episode the note came from: the note is indexed
+        together with its predecessor in that session (never returned as its content).
+        `occurred_at` (epoch seconds or RFC 3339) is when the event happened.
+        """
+        draft = NoteDraft(
+            text, visibility, readers, note_type, topics, source, ttl_days, session_id, occurred_at
+        )
         return self.add_many([draft])[0]
 
     def add_many(self, drafts: Sequence[NoteDraft]) -> list[Note]:
@@ -295,11 +323,13 @@ class ScopedVault:
         limit: int = 5,
         topics: Sequence[str] | None = None,
         mode: str = "full",
+        fusion: str | None = None,
     ) -> list[SearchHit]:
         """Search inside the caller's readable scopes.
 
-        `mode`: `dense`, `sparse` (keyed BM25), `hybrid` (RRF of both in the store) or `full`
-        (hybrid, heat with time decay, and up to 8 gated notes from a 2-hop link walk).
+        `mode`: `dense`, `sparse` (keyed BM25), `hybrid` (both, fused by scores and re-ranked)
+        or `full` (hybrid, heat with time decay, and up to 8 gated notes from a 2-hop link walk).
+        `fusion`: `score` (the model's default) or `rrf` (the store's reciprocal rank fusion).
         """
         from memvault.vault.retrieve import HybridRetriever
 
@@ -312,7 +342,7 @@ class ScopedVault:
         ):
             raise InvalidRequest(f"limit must be 1-{MAX_SEARCH_LIMIT}")
         with self._guarded():
-            return HybridRetriever(self).search(query, limit, clean_topics, mode)
+            return HybridRetriever(self).search(query, limit, clean_topics, mode, fusion)
 
     def point_filter(self, topics: Sequence[str] | None = None) -> PointFilter:
         """The scope filter every vector query carries."""

@@ -39,7 +39,9 @@ from memvault.vault.drafts import (
 )
 from memvault.vault.fields import (
     check_note_type,
+    check_occurred_at,
     check_readers,
+    check_session_id,
     check_source,
     check_text,
     check_topics,
@@ -49,6 +51,8 @@ from memvault.vault.ids import canonical_uuid, uuid7
 from memvault.vault.links import delete_links_of
 from memvault.vault.notes import Note
 from memvault.vault.screen_gate import Pseudonym, ScreenedNote, keyed_pseudonym
+from memvault.vault.session_index import NewNote, SessionIndexer
+from memvault.vault.sessions import INDEX_VERSION, IndexContext, session_tag
 from memvault.vault.store.models import LinkRow, NoteRow
 from memvault.vault.store.scoping import member_list, scoped_delete, scoped_update
 
@@ -113,12 +117,23 @@ class NoteWriter:
         tenant, namespace = self.scope.tenant, self._view.namespace
         corpus = self._parts.corpus
         corpus.ensure(tenant, namespace)
+        indexer = SessionIndexer(self._vault)
+        contexts: list[IndexContext] = []
+        displaced: list[NoteRow] = []
+        if any(item.row.session_tag or item.row.occurred_at is not None for _, item in fresh):
+            with self._parts.db.session(tenant) as sess:
+                contexts, displaced = indexer.contexts_for_new(
+                    sess, [NewNote(item.row, item.text, item.tokens) for _, item in fresh]
+                )
+            for (_, item), ctx in zip(fresh, contexts, strict=True):
+                item.row.token_count = len(ctx.bm25_tokens(item.tokens))
         rows = [item.row for _, item in fresh]
         avgdl = corpus.avgdl_with(tenant, namespace, len(rows), sum(r.token_count for r in rows))
         points = self._vault.index_points(
             [(item.row, item.text, item.topics) for _, item in fresh],
             avgdl,
             tokens=[item.tokens for _, item in fresh],
+            contexts=contexts or None,
         )
         self._parts.index.upsert(namespace, points)
         self._vault.fault("after_upsert")
@@ -134,7 +149,14 @@ class NoteWriter:
             corpus.add_returning(
                 sess, tenant, namespace, len(stored), sum(r.token_count for r in stored)
             )
+            if contexts:
+                prev_of = {
+                    item.row.id: c.prev_id for (_, item), c in zip(fresh, contexts, strict=True)
+                }
+                indexer.link_new(sess, stored, prev_of)
         self._vault.fault("after_commit")
+        if displaced:  # notes written out of event order: their successors get a new context
+            indexer.rebuild(displaced)
         twin_positions = {i for i, _ in twins}
         for i, item in fresh:
             if i not in twin_positions:
@@ -167,6 +189,10 @@ class NoteWriter:
         topics = check_topics(draft.topics, kind)
         source = check_source(draft.source)
         ttl_days = check_ttl(draft.ttl_days)
+        session_id = check_session_id(draft.session_id)
+        occurred_at = check_occurred_at(draft.occurred_at)
+        if session_id is not None:
+            self._parts.gate.screen_ids(self.scope, "session_id", [session_id])
         if ttl_days is None:  # the tenant's default for the type, as of this write
             ttl_days = self._parts.gate.ttl_default(self.scope.tenant, kind)
         if draft.visibility not in ("private", "shared"):
@@ -189,6 +215,8 @@ class NoteWriter:
         now = self._parts.clock()
         note_id = uuid7()
         attrs: dict[str, Any] = {"topics": list(screened.topics), "source": screened.source}
+        if session_id is not None:
+            attrs["session_id"] = session_id
         key_version, text_ct, attrs_ct = self._vault.codec.seal(
             storage, note_id, screened.text, attrs
         )
@@ -221,6 +249,9 @@ class NoteWriter:
             attrs_ct=attrs_ct,
             conflict=0,
             low_quality=0,
+            session_tag=session_tag(index_key.tag, storage, session_id) if session_id else None,
+            occurred_at=occurred_at,
+            index_version=INDEX_VERSION,
         )
         return Prepared(row, screened.text, screened.topics, tokens)
 
@@ -282,10 +313,15 @@ class NoteWriter:
             else [*current.redacted, *screened.redacted_types]
         )
         flags = screened.flags if text is not None else frozenset(current.flags)
-        attrs = {"topics": list(topics), "source": source}
+        _, kept = self._vault.codec.open(
+            storage, row.id, row.key_version, row.text_ct, row.attrs_ct
+        )  # every sealed attribute survives an update (session id, A-MEM fields)
+        attrs = {**kept, "topics": list(topics), "source": source}
         key_version, text_ct, attrs_ct = self._vault.codec.seal(storage, row.id, new_text, attrs)
         index_key = self._parts.keyring.index_key(storage.tenant)
         tokens = self._vault.sparse_encoder(storage.tenant).tokens(new_text)
+        with self._parts.db.session(storage.tenant) as sess:
+            context = SessionIndexer(self._vault).context_of(sess, row)
         now = self._parts.clock()
         state = {
             "key_version": key_version,
@@ -294,9 +330,10 @@ class NoteWriter:
             "suspicious": int("suspicious" in flags),
             "redacted_types": ",".join(dict.fromkeys(redacted))[:128],
             "content_hash": content_hash(index_key.tag, storage, new_text),
-            "token_count": len(tokens),
+            "token_count": len(context.bm25_tokens(tokens)),
             "model_id": self._parts.embedder.model_id,
             "updated_at": now,
+            "index_version": INDEX_VERSION,
         }
         namespace = self._view.namespace
         next_state = json.dumps(state, sort_keys=True)
@@ -319,7 +356,9 @@ class NoteWriter:
         row.next_text_ct, row.next_attrs_ct = text_ct, attrs_ct
         row.next_state, row.next_at = next_state, now
         nxt = staged_view(row)
-        points = self._vault.index_points([(nxt, new_text, topics)], avgdl, tokens=[tokens])
+        points = self._vault.index_points(
+            [(nxt, new_text, topics)], avgdl, tokens=[tokens], contexts=[context]
+        )
         self._parts.index.upsert(namespace, points)
         self._vault.fault("after_upsert")
         with self._parts.db.session(storage.tenant) as sess:
@@ -329,6 +368,8 @@ class NoteWriter:
             raise NotFound("no such memory")
         nxt.next_text_ct = nxt.next_attrs_ct = nxt.next_state = None
         nxt.next_at = None
+        if text is not None:  # the successor in its session is indexed with this text
+            SessionIndexer(self._vault).refresh_successor(nxt, removed=False)
         return self._vault.decrypt_row(nxt)
 
     # -- delete and purge ----------------------------------------------------------------------
@@ -350,6 +391,7 @@ class NoteWriter:
                     )
                 )
             self._parts.index.set_payload(self._view.namespace, [row.id], {"is_active": 0})
+            SessionIndexer(self._vault).refresh_successor(row, removed=True)
 
     def purge(self, row: NoteRow) -> None:
         """Delete the row, its links and statistics, then its vector (orphans are reconciled)."""
@@ -360,6 +402,8 @@ class NoteWriter:
             if gone.rowcount:  # type: ignore[attr-defined]
                 self._parts.corpus.adjust(sess, row.tenant_id, namespace, -1, -row.token_count)
         self._parts.index.delete(namespace, [row.id])
+        if row.is_active:  # a soft-deleted note already handed its successor on
+            SessionIndexer(self._vault).refresh_successor(row, removed=True)
 
     # -- links ----------------------------------------------------------------------------------
 

@@ -64,6 +64,11 @@ class NoteRow(Base):
     next_attrs_ct: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
     next_state: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON, ids/flags only
     next_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # Sessions and event time: a keyed tag of (user, agent, session id), never the id in clear;
+    # the event time a client gave (NULL: the write time); the indexing rules of its point.
+    session_tag: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    occurred_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    index_version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
 
     __table_args__ = (
         Index("ix_notes_scope", "tenant_id", "user_id", "agent_id", "created_at"),
@@ -86,6 +91,15 @@ class NoteRow(Base):
             sqlite_where=text("next_at IS NOT NULL"),
             postgresql_where=text("next_at IS NOT NULL"),
         ),
+        Index(
+            "ix_notes_session",
+            "tenant_id",
+            "user_id",
+            "agent_id",
+            "session_tag",
+            sqlite_where=text("session_tag IS NOT NULL"),
+            postgresql_where=text("session_tag IS NOT NULL"),
+        ),
     )
 
 
@@ -99,6 +113,7 @@ class LinkRow(Base):
     dst_id: Mapped[str] = mapped_column(UUID_LEN, primary_key=True)
     user_id: Mapped[str] = mapped_column(ID)
     created_at: Mapped[float] = mapped_column(Float)
+    kind: Mapped[str] = mapped_column(String(16), default="link", server_default="link")
 
     __table_args__ = (
         Index("ix_links_dst", "tenant_id", "dst_id"),

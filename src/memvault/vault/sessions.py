@@ -1,0 +1,119 @@
+"""Sessions and context-keyed indexing: what a note's vector point is built from besides its text.
+
+A note written with a `session_id` is indexed together with its **predecessor**: the live note
+of the same storage scope and session that comes just before it in event order (`occurred_at`,
+or the write time, then id). The predecessor's text joins the note's BM25 tokens and its
+embedding text; its event date joins the BM25 tokens in a normalised form that date queries
+match. The predecessor is read from the decrypted scoped view at index time and is never part of
+the note's content. A predecessor is used only when every reader of the note may read it too,
+so a reader never finds a note through words of a note it cannot read.
+
+`INDEX_VERSION` names these rules. A row records the version its point was built with; rows of
+an older version (or another embedding model) are stale until `memvault reindex` rebuilds them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, func, or_, select
+from sqlalchemy.orm import Session
+
+from memvault.scope import Scope
+from memvault.vault.drafts import ACTIVE
+from memvault.vault.store.models import NoteRow
+from memvault.vault.store.scoping import parse_member_list
+
+INDEX_VERSION = 2
+"""1: a note's own text, BM25 k1 1.5 / b 0.75. 2: context-keyed (predecessor text and event
+date), BM25 k1 0.9 / b 0.4."""
+
+
+def session_tag(tag: Callable[[str], str], storage: Scope, session_id: str) -> str:
+    """The keyed tag of a session within one storage scope: two users (or agents) with the same
+    session id get different tags, so a session never joins notes across scopes."""
+    return tag(f"session|{storage.user}|{storage.agent}|{session_id}")
+
+
+def event_time(row: NoteRow) -> float:
+    """When the note's event happened: its `occurred_at`, or its write time."""
+    return row.occurred_at if row.occurred_at is not None else row.created_at
+
+
+def order_key(row: NoteRow) -> tuple[float, str]:
+    """A note's place in its session: event time, then id (uuid7 ids follow write order)."""
+    return (event_time(row), row.id)
+
+
+@dataclass(frozen=True, slots=True)
+class IndexContext:
+    """What a note is indexed with besides its own text."""
+
+    prev_id: str | None = None
+    prev_text: str = ""
+    prev_tokens: tuple[str, ...] = ()
+    date_tokens: tuple[str, ...] = ()
+
+    def embed_text(self, text: str) -> str:
+        """The text the dense vector embeds: the predecessor's, then the note's own."""
+        return f"{self.prev_text}\n{text}" if self.prev_text else text
+
+    def bm25_tokens(self, own: Sequence[str]) -> list[str]:
+        """The BM25 tokens: the note's own, the predecessor's, and the event date's."""
+        return [*own, *self.prev_tokens, *self.date_tokens]
+
+
+NO_CONTEXT = IndexContext()
+
+
+def may_borrow(note: NoteRow, predecessor: NoteRow) -> bool:
+    """True when every reader of `note` may read `predecessor` (same storage scope assumed)."""
+    theirs = set(parse_member_list(predecessor.readers))
+    if "*" in theirs:
+        return True
+    return set(parse_member_list(note.readers)) <= theirs
+
+
+def _session_rows(storage: Scope, tag: str) -> list[ColumnElement[bool]]:
+    return [
+        NoteRow.tenant_id == storage.tenant,
+        NoteRow.user_id == storage.user,
+        NoteRow.agent_id == storage.agent,
+        NoteRow.session_tag == tag,
+        NoteRow.status == ACTIVE,
+        NoteRow.is_active == 1,
+    ]
+
+
+def _event_expr() -> Any:
+    return func.coalesce(NoteRow.occurred_at, NoteRow.created_at)
+
+
+def latest_before(
+    sess: Session, storage: Scope, tag: str, key: tuple[float, str] | None, *, exclude: str = ""
+) -> NoteRow | None:
+    """The live note of the session just before `key` in event order (the last one when `key`
+    is None); `exclude` leaves one id out (a note being deleted)."""
+    event = _event_expr()
+    where = _session_rows(storage, tag)
+    if key is not None:
+        where.append(or_(event < key[0], and_(event == key[0], NoteRow.id < key[1])))
+    if exclude:
+        where.append(NoteRow.id != exclude)
+    statement = select(NoteRow).where(*where).order_by(event.desc(), NoteRow.id.desc()).limit(1)
+    return sess.execute(statement).scalar_one_or_none()
+
+
+def first_after(
+    sess: Session, storage: Scope, tag: str, key: tuple[float, str], *, exclude: str = ""
+) -> NoteRow | None:
+    """The live note of the session just after `key` in event order (its successor)."""
+    event = _event_expr()
+    where = _session_rows(storage, tag)
+    where.append(or_(event > key[0], and_(event == key[0], NoteRow.id > key[1])))
+    if exclude:
+        where.append(NoteRow.id != exclude)
+    statement = select(NoteRow).where(*where).order_by(event.asc(), NoteRow.id.asc()).limit(1)
+    return sess.execute(statement).scalar_one_or_none()
