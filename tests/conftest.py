@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import os
 import uuid
+
+# Plain notes unless a test asks for A-MEM (`make_services(..., amem=True)`): A-MEM merges
+# near-duplicates written the same day, which tests of the vault's own guarantees do not want.
+os.environ.setdefault("MEMVAULT_AMEM", "off")
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -87,9 +91,11 @@ def make_services(tmp_path: Path, embedder: Embedder, screen: object) -> Iterato
     opened: list[Services] = []
     schemas: list[tuple[str, str]] = []
 
-    def factory(backend: str = "sqlite", *, data_dir: Path | None = None, **kw: object) -> Services:
+    def factory(
+        backend: str = "sqlite", *, data_dir: Path | None = None, amem: bool = False, **kw: object
+    ) -> Services:
         root = data_dir or tmp_path / f"data{len(opened)}"
-        settings = Settings(data_dir=root)
+        settings = Settings(data_dir=root, amem=amem)
         if backend == "postgres":
             # As deployed: the owner (the test server's superuser) migrates a fresh schema,
             # and the app serves as the login role `memvault_app`, which RLS binds.
@@ -97,7 +103,7 @@ def make_services(tmp_path: Path, embedder: Embedder, screen: object) -> Iterato
             schema = migrated_pg_schema(admin_url)
             schemas.append((admin_url, schema))
             settings = Settings(
-                data_dir=root, database_url=app_role_url(admin_url), db_schema=schema
+                data_dir=root, database_url=app_role_url(admin_url), db_schema=schema, amem=amem
             )
         kw.setdefault("screen", screen)
         services = open_services(settings, embedder=embedder, **kw)  # type: ignore[arg-type]

@@ -25,6 +25,7 @@ def free_port() -> int:
 def clean_env(**extra: str) -> dict[str, str]:
     """This process's environment without any MEMVAULT_ setting, plus `extra`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMVAULT_")}
+    env["MEMVAULT_AMEM"] = "off"  # plain notes unless a test asks for A-MEM (it merges)
     env.update(extra)
     return env
 

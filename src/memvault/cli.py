@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn, ParamSpec, TypeVar
 import typer
 from pydantic import ValidationError
 
+from memvault.cli_amem import add_amem_commands
 from memvault.cli_backup import add_backup_commands
 from memvault.cli_compliance import register as add_compliance_commands
 from memvault.cli_db import db_app
@@ -270,6 +271,7 @@ add_key_commands(keys_app, command, _settings, lock_data_dir, open_cli_services)
 add_backup_commands(app, command, _settings)
 add_mcp_command(app, command, _settings, lock_data_dir, open_cli_services)
 add_reindex_command(app, command, _settings, lock_data_dir, open_cli_services)
+add_amem_commands(app, command, _settings, lock_data_dir, open_cli_services)
 
 if __name__ == "__main__":  # pragma: no cover
     app()

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -27,6 +27,17 @@ class Settings(BaseSettings):
     embed_threads: int = Field(default=1, ge=1, le=64)
     llm: str = "off"
     llm_base_url: str | None = None
+    llm_model: str = "claude-sonnet-5-5"
+    llm_timeout_s: float = Field(default=20.0, gt=0, le=600)
+    llm_max_retries: int = Field(default=2, ge=0, le=10)
+    anthropic_api_key: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices("ANTHROPIC_API_KEY", "MEMVAULT_ANTHROPIC_API_KEY"),
+    )
+    amem: bool = True
+    """A-MEM on writes: construction, linking, evolution, same-day merge, consolidation."""
+    consolidate_at: str = Field(default="02:30", pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
+    """Daily consolidation time, in each tenant's timezone (policy `timezone`, default UTC)."""
     master_key_file: Path | None = None
     master_key_env: str | None = None
     operator_key: SecretStr | None = None

@@ -160,8 +160,8 @@ def run_operation(operation: Any, world: World, role: str) -> list[str]:
 def world_factory(tmp_path: Path, embedder: Any, screen: Any) -> Iterator[Any]:
     opened: list[Services] = []
 
-    def make() -> World:
-        settings = Settings(data_dir=tmp_path / f"w{len(opened)}")
+    def make(amem: bool = False) -> World:
+        settings = Settings(data_dir=tmp_path / f"w{len(opened)}", amem=amem)
         services = open_services(settings, embedder=embedder, screen=screen)
         opened.append(services)
         return World(services)
@@ -182,17 +182,22 @@ def destructive(label: str) -> bool:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("role", ROLES)
-def test_every_operation_conforms_to_the_contract(role: str, world_factory: Any) -> None:
+@pytest.mark.parametrize(
+    "role, amem", [*((r, False) for r in ROLES), ("agent", True)], ids=[*ROLES, "agent-amem"]
+)
+def test_every_operation_conforms_to_the_contract(
+    role: str, amem: bool, world_factory: Any
+) -> None:
+    """Every operation, as each role; the agent once more with A-MEM on (its endpoints run)."""
     started = time.monotonic()
-    shared = world_factory()
+    shared = world_factory(amem)
     operations = _operations(shared)
     assert len(operations) >= 18
     failures: list[str] = []
     for operation in operations:
         world = shared
         if destructive(operation.label):
-            world = world_factory()
+            world = world_factory(amem)
             operation = next(op for op in _operations(world) if op.label == operation.label)
         failures += run_operation(operation, world, role)
     elapsed = time.monotonic() - started

@@ -24,13 +24,13 @@ class Tenant:
     agent_key: str
 
 
-@pytest.fixture(scope="package")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The base URL of a live server (shared by every test of this package)."""
+def _serve(tmp_path_factory: pytest.TempPathFactory, **env: str) -> Iterator[str]:
     data = tmp_path_factory.mktemp("sdk-serve")
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    proc = start_serve(data, port, clean_env(MEMVAULT_OPERATOR_KEY=OPERATOR_KEY), capture=True)
+    proc = start_serve(
+        data, port, clean_env(MEMVAULT_OPERATOR_KEY=OPERATOR_KEY, **env), capture=True
+    )
     try:
         wait_healthy(base, proc)
         yield base
@@ -38,12 +38,36 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         stop(proc)
 
 
+def new_tenant(base_url: str) -> Tenant:
+    """A new tenant on `base_url` with an admin key and an agent key for (alice, assistant)."""
+    tenant_id = "t" + uuid.uuid4().hex[:12]
+    with Client(base_url, OPERATOR_KEY) as operator:
+        admin = operator.create_tenant(tenant_id).api_key
+    with Client(base_url, admin) as client:
+        agent = client.issue_key("alice", "assistant").api_key
+    return Tenant(base_url, tenant_id, admin, agent)
+
+
+@pytest.fixture(scope="package")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The base URL of a live server with plain notes (MEMVAULT_AMEM=off), shared by every test
+    of this package."""
+    yield from _serve(tmp_path_factory)
+
+
+@pytest.fixture(scope="package")
+def amem_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The base URL of a live server with A-MEM on (as deployed by default)."""
+    yield from _serve(tmp_path_factory, MEMVAULT_AMEM="on")
+
+
 @pytest.fixture
 def tenant(server: str) -> Tenant:
     """A new tenant with an admin key and an agent key for (alice, assistant)."""
-    tenant_id = "t" + uuid.uuid4().hex[:12]
-    with Client(server, OPERATOR_KEY) as operator:
-        admin = operator.create_tenant(tenant_id).api_key
-    with Client(server, admin) as client:
-        agent = client.issue_key("alice", "assistant").api_key
-    return Tenant(server, tenant_id, admin, agent)
+    return new_tenant(server)
+
+
+@pytest.fixture
+def amem_tenant(amem_server: str) -> Tenant:
+    """A new tenant on the A-MEM server."""
+    return new_tenant(amem_server)

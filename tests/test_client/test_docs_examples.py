@@ -1,4 +1,4 @@
-"""docs/sdk.md's examples run, in order, as one script against the live server."""
+"""docs/sdk.md's examples run, in order, as one script against the live server (A-MEM on)."""
 
 from __future__ import annotations
 
@@ -21,8 +21,9 @@ def python_blocks(markdown: str) -> list[str]:
 
 
 def test_sdk_doc_examples_run(
-    tenant: Tenant, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    amem_tenant: Tenant, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    tenant = amem_tenant  # as deployed by default: A-MEM on
     blocks = python_blocks(SDK_DOC.read_text())
     assert len(blocks) >= 10
     monkeypatch.setenv("MEMVAULT_URL", tenant.base_url)

@@ -1,5 +1,6 @@
 """`memvault mcp --embedded` over stdio, driven by the `mcp` SDK's client: the tool list (no
-scope field in any schema), add, search wrapped as data, refusals, and scope isolation."""
+scope field in any schema), add, search wrapped as data, refusals, scope isolation, and the A-MEM
+tools (`unavailable` with MEMVAULT_AMEM=off, run with it on)."""
 
 from __future__ import annotations
 
@@ -90,13 +91,14 @@ def test_mcp_embedded_tools_add_search_and_isolation(
             assert "text: maxLength" in error_text(too_long)
             assert "blue cluster" not in error_text(too_long)
 
-            for tool in ("memory_consolidate", "memory_quality_scan"):
+            for tool in ("memory_consolidate", "memory_quality_scan"):  # MEMVAULT_AMEM=off
                 answer = await data(session, tool)
                 assert answer["status"] == "unavailable" and answer["tool"] == tool
+                assert answer["reason"] == "amem_off"
             return str(note["id"])
 
     async def as_bob(alice_note: str) -> None:
-        async with mcp_session(bob, *argv) as session:
+        async with mcp_session(bob, *argv, MEMVAULT_AMEM="on") as session:
             found = await data(session, "memory_search", query="where is the staging database")
             assert found["memories"] == []
             assert (await data(session, "memory_list"))["total"] == 0
@@ -104,6 +106,17 @@ def test_mcp_embedded_tools_add_search_and_isolation(
             assert missing.is_error and "not_found" in error_text(missing)
             gone = await call(session, "memory_delete", id=alice_note)
             assert gone.is_error and "not_found" in error_text(gone)
+
+            # With A-MEM on, the maintenance tools run on Bob's own scope only.
+            added = await data(
+                session, "memory_add", text="Bob waters the fern on Mondays", session_id="chat-1"
+            )
+            (note,) = added["memories"]
+            assert note["session_id"] == "chat-1" and note["evolution"]["action"] == "NEW"
+            merged = await data(session, "memory_consolidate")
+            assert (merged["status"], merged["groups"], merged["absorbed"]) == ("done", 0, 0)
+            scan = await data(session, "memory_quality_scan")
+            assert scan["status"] == "done" and scan["flagged"] == []
 
     alice_note = anyio.run(as_alice)
     anyio.run(as_bob, alice_note)

@@ -40,11 +40,12 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """A live `memvault serve` with tenant acme and three agent keys."""
+    """A live `memvault serve` (A-MEM on) with tenant acme and three agent keys."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     data_dir = tmp_path_factory.mktemp("mcp-remote") / "data"
-    proc = start_serve(data_dir, port, clean_env(MEMVAULT_OPERATOR_KEY=OPERATOR_KEY))
+    env = clean_env(MEMVAULT_OPERATOR_KEY=OPERATOR_KEY, MEMVAULT_AMEM="on")
+    proc = start_serve(data_dir, port, env)
     try:
         wait_healthy(url, proc)
         with httpx.Client(base_url=url, timeout=60) as http:
@@ -104,6 +105,23 @@ def test_mcp_remote_add_search_and_scope_isolation(server: Server) -> None:
             assert seen["memories"][0]["scope"] == "shared"
             assert (await data(helper, "memory_list"))["total"] == 1
             assert (await data(alice, "memory_list"))["total"] == 2
+
+            # The A-MEM tools run through the SDK on the key's own scope: ids and counts only.
+            merged = await data(alice, "memory_consolidate")
+            assert (merged["status"], merged["tool"]) == ("done", "memory_consolidate")
+            assert (merged["groups"], merged["absorbed"]) == (0, 0)
+            scan = await data(helper, "memory_quality_scan")
+            assert scan["status"] == "done" and scan["flagged"] == []
+            dated = await data(
+                bob,
+                "memory_add",
+                text="Bob ran the Lisbon half marathon",
+                session_id="run-log",
+                occurred_at="2026-03-01T08:00:00Z",
+            )
+            (note,) = dated["memories"]
+            assert (note["session_id"], note["occurred_at"]) == ("run-log", "2026-03-01T08:00:00Z")
+            assert note["evolution"]["action"] == "NEW"
 
     anyio.run(scenario)
 

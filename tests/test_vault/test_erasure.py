@@ -54,6 +54,7 @@ def test_erase_user_leaves_nothing_in_any_store(
         "idempotency_records": 0,
         "refusals": 0,
         "api_keys": 0,
+        "amem_jobs": 0,
     }
     assert report.verified
     for agent in ("a1", "a2"):

@@ -45,3 +45,14 @@ def test_date_bonus_only_inside_the_named_range() -> None:
     assert rerank(cands, Fusion(date=0.1), [])[0].hit.id == "early"
     assert rerank(cands, Fusion(date=0.1), [(900.0, 1_100.0)])[0].hit.id == "inside"
     assert rerank(cands, Fusion(date=0.0), [(900.0, 1_100.0)])[0].hit.id == "early"
+
+
+def test_chinese_queries_get_their_own_dense_share() -> None:
+    from memvault.vault.ranking import mostly_han
+
+    fusion = Fusion(dense_weight=0.4, dense_weight_han=0.2)
+    assert mostly_han("美国的首都是哪里？") and not mostly_han("Where is the capital?")
+    assert mostly_han("谁是 Alice 的老师") and not mostly_han("Alice said 你好 to everyone here")
+    assert fusion.for_query("美国的首都是哪里？").dense_weight == 0.2
+    assert fusion.for_query("Where is the capital?").dense_weight == 0.4
+    assert Fusion(dense_weight=0.4).for_query("美国的首都").dense_weight == 0.4

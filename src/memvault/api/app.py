@@ -13,6 +13,7 @@ from starlette.types import Scope
 from memvault import __version__
 from memvault.api import (
     routes_admin,
+    routes_amem,
     routes_audit,
     routes_dsar,
     routes_erasure,
@@ -39,6 +40,10 @@ def create_app(services: Services, *, operator_key: str | None = None) -> FastAP
     """
 
     compliance = install_compliance(services)
+    if services.settings.amem:
+        from memvault.amem.wiring import install as install_amem
+
+        install_amem(services)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -85,6 +90,7 @@ def create_app(services: Services, *, operator_key: str | None = None) -> FastAP
     app.include_router(routes_operator.router)
     app.include_router(routes_keys.router)
     app.include_router(routes_erasure.router)
+    app.include_router(routes_amem.router)
 
     @app.get("/healthz", tags=["ops"])
     def healthz() -> dict[str, str]:

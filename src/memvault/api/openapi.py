@@ -63,15 +63,17 @@ CONTENT_TYPES: dict[tuple[str, str], str] = {
     ("get", "/v1/admin/audit"): NDJSON,
     ("get", "/v1/admin/audit/export"): NDJSON,
     ("get", "/v1/admin/export"): NDJSON,
+    ("get", "/v1/quality/review"): "text/markdown; charset=utf-8",
 }
 
 # (method, path) -> statuses beyond the ones derived from the route's shape.
 EXTRA_STATUSES: dict[tuple[str, str], set[int]] = {
     ("get", "/v1/admin/export"): {409},  # `scope_erasing`: the user is being erased
+    ("get", "/v1/quality/review"): {409},  # `conflict`: A-MEM is off; `scope_erasing`
 }
 
 IDEMPOTENT_WRITE_METHODS = {"post", "patch", "delete"}
-SCOPED_PREFIXES = ("/v1/memories",)
+SCOPED_PREFIXES = ("/v1/memories", "/v1/dialogues", "/v1/consolidate", "/v1/quality")
 """Operations that run inside a (tenant, user) scope: refused with 409 while it is erased."""
 
 IDEMPOTENCY_KEY_PARAMETER: dict[str, Any] = {

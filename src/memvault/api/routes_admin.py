@@ -71,10 +71,13 @@ def get_policy(principal: AuditReaderDep, services: ServicesDep) -> ScreenPolicy
     stored = services.gate.tenant_policy(tenant_of(principal))
     ttl = TtlDefaults(**dict(stored.ttl_days))
     policy = stored.screen
+    llm = stored.llm if stored.llm in ("off", "anthropic") else None
     if policy is None:
-        return ScreenPolicyIn(ttl_days=ttl)
+        return ScreenPolicyIn(ttl_days=ttl, llm=llm, timezone=stored.timezone)  # type: ignore[arg-type]
     return ScreenPolicyIn(
         pii={k: v.value for k, v in policy.pii.items()},  # type: ignore[misc]
         allow_suspicious_shared=policy.allow_suspicious_shared,
         ttl_days=ttl,
+        llm=llm,  # type: ignore[arg-type]
+        timezone=stored.timezone,
     )

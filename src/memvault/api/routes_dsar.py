@@ -53,6 +53,15 @@ def _note_line(item: ExportedNote) -> str:
         agent_id=note.agent,
         active=item.active,
         expires_at=None if note.expires_at is None else iso(note.expires_at),
+        evolution_history=[
+            {
+                "at": iso(float(h.get("at", 0.0))),
+                "action": h.get("action"),
+                "absorbed": h.get("absorbed"),
+                "previous_text": h.get("previous"),
+            }
+            for h in item.history
+        ],
     )
     return _line(body)
 

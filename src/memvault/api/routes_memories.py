@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Response
+from pydantic import BaseModel, Field
 
 from memvault.api.deps import AgentDep, ScopedVaultDep, ServicesDep, only_query_params
 from memvault.api.schemas import (
@@ -137,3 +138,27 @@ def link_memories(
     vault.link(note_id, body.target_id)
     _audit(services, caller, "note.linked", note_id, target_id=body.target_id)
     return Response(status_code=204)
+
+
+class LinkOut(BaseModel):
+    id: str = Field(description="The linked note (readable by the caller).")
+    kind: Literal["link", "sequence"] = Field(
+        description="`link`: made by A-MEM or a client; `sequence`: its session predecessor "
+        "or successor."
+    )
+    strength: float | None = None
+
+
+class LinksOut(BaseModel):
+    links: list[LinkOut]
+
+
+@router.get("/{note_id}/links", dependencies=[Depends(only_query_params())])
+def memory_links(note_id: str, vault: ScopedVaultDep) -> LinksOut:
+    """The notes linked to a memory, both directions, that the caller may read."""
+    return LinksOut(
+        links=[
+            LinkOut(id=other, kind="sequence" if kind == "sequence" else "link", strength=strength)
+            for other, kind, strength in vault.links(note_id)
+        ]
+    )

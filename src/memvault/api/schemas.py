@@ -19,6 +19,7 @@ from pydantic import (
     Field,
     GetJsonSchemaHandler,
     StringConstraints,
+    field_validator,
 )
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError
@@ -212,6 +213,16 @@ def iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
+class EvolutionOut(BaseModel):
+    action: Literal["NEW", "EVOLVE", "CONFLICT", "EXPAND", "MERGE", "PENDING"] = Field(
+        description="NEW: kept as is; EVOLVE/EXPAND: folded into `target_id` (updated) and this "
+        "note absorbed; MERGE: a same-day duplicate of `target_id`, absorbed; CONFLICT: both "
+        "kept and flagged; PENDING: the LLM judge decides in the background."
+    )
+    target_id: str | None = None
+    links: int = 0
+
+
 class NoteOut(BaseModel):
     id: str
     text: str
@@ -228,6 +239,16 @@ class NoteOut(BaseModel):
     redacted: list[str]
     session_id: str | None = None
     occurred_at: str | None = None
+    keywords: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    context: str | None = None
+    category: str | None = None
+    enrichment: Literal["pending", "done", "failed"] | None = Field(
+        default=None, description="A-MEM enrichment of the note (null: written without A-MEM)."
+    )
+    evolution: EvolutionOut | None = Field(
+        default=None, description="On an add: what A-MEM did with the new note."
+    )
 
     @classmethod
     def of(cls, note: Note) -> NoteOut:
@@ -247,6 +268,12 @@ class NoteOut(BaseModel):
             redacted=list(note.redacted),
             session_id=note.session_id,
             occurred_at=iso(note.occurred_at if note.occurred_at is not None else note.created_at),
+            keywords=list(note.keywords),
+            tags=list(note.tags),
+            context=note.context,
+            category=note.category,
+            enrichment=note.enrichment,  # type: ignore[arg-type]
+            evolution=EvolutionOut(**note.evolution) if note.evolution else None,
         )
 
 
@@ -348,3 +375,27 @@ class ScreenPolicyIn(Strict):
     ] = Field(default_factory=dict)
     allow_suspicious_shared: bool = False
     ttl_days: TtlDefaults = Field(default_factory=TtlDefaults)
+    llm: Literal["off", "anthropic"] | None = Field(
+        default=None,
+        description="May A-MEM send this tenant's note text to the LLM processor? null: the "
+        "deployment's setting (MEMVAULT_LLM). `off` keeps every decision offline.",
+    )
+    timezone: str | None = Field(
+        default=None,
+        max_length=64,
+        pattern=r"^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,2}$",
+        description="IANA timezone of the daily consolidation (default UTC).",
+    )
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError("timezone must be an IANA timezone name") from None
+        return value

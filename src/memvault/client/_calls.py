@@ -11,6 +11,7 @@ import os
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
@@ -19,11 +20,15 @@ import httpx
 from memvault.client.errors import MemvaultError, VerificationError, error_from_response
 from memvault.client.models import (
     AuditExport,
+    Consolidation,
+    DialogueResult,
     Erasure,
     IssuedKey,
+    Link,
     Note,
     Page,
     Policy,
+    QualityFlag,
     SearchHit,
     TtlDefaults,
 )
@@ -120,8 +125,22 @@ def _model(model: Callable[..., T]) -> Callable[[httpx.Response], T]:
     return lambda response: validate(response.json())
 
 
-def _hits(response: httpx.Response) -> list[SearchHit]:
-    return [SearchHit.model_validate(r) for r in response.json()["results"]]
+def _items(model: Any, key: str) -> Callable[[httpx.Response], list[Any]]:
+    """A parser for `{key: [item, ...]}`: each item validated by `model`."""
+    return lambda response: [model.model_validate(r) for r in response.json()[key]]
+
+
+def _text(response: httpx.Response) -> str:
+    return response.text
+
+
+def rfc3339(value: str | datetime) -> str:
+    """`occurred_at` as the API takes it: an RFC 3339 string, or an aware datetime."""
+    if isinstance(value, datetime):
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError("occurred_at needs a timezone (RFC 3339 with an offset)")
+        return value.isoformat().replace("+00:00", "Z")
+    return value
 
 
 def _erasure(response: httpx.Response) -> Erasure:
@@ -144,10 +163,19 @@ def add(
     topics: Sequence[str] | None = None,
     source: str | None = None,
     ttl_days: float | None = None,
+    session_id: str | None = None,
+    occurred_at: str | datetime | None = None,
     idempotency_key: str | None = None,
 ) -> Call[Note]:
     body: dict[str, Any] = {"text": text, "visibility": visibility, "note_type": note_type}
-    optional = {"readers": readers, "topics": topics, "source": source, "ttl_days": ttl_days}
+    optional = {
+        "readers": readers,
+        "topics": topics,
+        "source": source,
+        "ttl_days": ttl_days,
+        "session_id": session_id,
+        "occurred_at": None if occurred_at is None else rfc3339(occurred_at),
+    }
     for name, value in optional.items():
         if value is not None:
             body[name] = _plain(value)
@@ -155,13 +183,22 @@ def add(
 
 
 def search(
-    query: str, *, limit: int = 5, topics: Sequence[str] | None = None, mode: str = "full"
+    query: str,
+    *,
+    limit: int = 5,
+    topics: Sequence[str] | None = None,
+    mode: str = "full",
+    fusion: str | None = None,
 ) -> Call[list[SearchHit]]:
     body: dict[str, Any] = {"query": query, "limit": limit, "mode": mode}
     if topics is not None:
         body["topics"] = list(topics)
+    if fusion is not None:  # an older server refuses a field it does not know
+        body["fusion"] = fusion
     # A search stores nothing: no Idempotency-Key, and a retry is harmless.
-    return call("POST", "/v1/memories/search", _hits, body=body, idempotency_key="")
+    return call(
+        "POST", "/v1/memories/search", _items(SearchHit, "results"), body=body, idempotency_key=""
+    )
 
 
 def get(note_id: str) -> Call[Note]:
@@ -193,6 +230,38 @@ def delete(note_id: str, *, purge: bool = False) -> Call[None]:
 def link(source_id: str, target_id: str) -> Call[None]:
     path = f"/v1/memories/{seg(source_id)}/links"
     return call("POST", path, _none, body={"target_id": target_id})
+
+
+def links(note_id: str) -> Call[list[Link]]:
+    return call("GET", f"/v1/memories/{seg(note_id)}/links", _items(Link, "links"))
+
+
+# --- A-MEM calls (409 `conflict` when the server runs with MEMVAULT_AMEM=off) --------------
+
+
+def dialogue(
+    messages: Sequence[Mapping[str, str]],
+    *,
+    dry_run: bool = False,
+    idempotency_key: str | None = None,
+) -> Call[DialogueResult]:
+    turns = [{"role": m["role"], "content": m["content"]} for m in messages]
+    body = {"messages": turns, "dry_run": dry_run}
+    return call(
+        "POST", "/v1/dialogues", _model(DialogueResult), body=body, idempotency_key=idempotency_key
+    )
+
+
+def consolidate(*, idempotency_key: str | None = None) -> Call[Consolidation]:
+    return call("POST", "/v1/consolidate", _model(Consolidation), idempotency_key=idempotency_key)
+
+
+def quality_scan() -> Call[list[QualityFlag]]:
+    return call("POST", "/v1/quality/scan", _items(QualityFlag, "flagged"))
+
+
+def quality_review() -> Call[str]:
+    return call("GET", "/v1/quality/review", _text)
 
 
 # --- admin calls --------------------------------------------------------------------------

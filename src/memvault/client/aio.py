@@ -6,6 +6,7 @@ import asyncio
 import builtins
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
+from datetime import datetime
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -14,7 +15,19 @@ import httpx
 from memvault.client import _calls
 from memvault.client._retry import RetryPolicy
 from memvault.client.errors import ErasureTimeout, TransportError
-from memvault.client.models import AuditExport, Erasure, IssuedKey, Note, Page, Policy, SearchHit
+from memvault.client.models import (
+    AuditExport,
+    Consolidation,
+    DialogueResult,
+    Erasure,
+    IssuedKey,
+    Link,
+    Note,
+    Page,
+    Policy,
+    QualityFlag,
+    SearchHit,
+)
 
 T = TypeVar("T")
 
@@ -109,10 +122,14 @@ class AsyncClient:
         topics: Sequence[str] | None = None,
         source: str | None = None,
         ttl_days: float | None = None,
+        session_id: str | None = None,
+        occurred_at: str | datetime | None = None,
         idempotency_key: str | None = None,
     ) -> Note:
         """Store a memory (screened by the server; an exact duplicate returns the existing
-        note). Raises `ScreenRefusedError` (with `.detector`) when the screen refuses it."""
+        note). Raises `ScreenRefusedError` (with `.detector`) when the screen refuses it.
+        `session_id` groups a conversation's notes; `occurred_at` (RFC 3339 or an aware
+        datetime) is when the remembered event happened."""
         return await self._run(
             _calls.add(
                 text,
@@ -122,15 +139,26 @@ class AsyncClient:
                 topics=topics,
                 source=source,
                 ttl_days=ttl_days,
+                session_id=session_id,
+                occurred_at=occurred_at,
                 idempotency_key=idempotency_key,
             )
         )
 
     async def search(
-        self, query: str, *, limit: int = 5, topics: Sequence[str] | None = None, mode: str = "full"
-    ) -> list[SearchHit]:
-        """Search the memories this key may read (`mode`: dense, sparse, hybrid or full)."""
-        return await self._run(_calls.search(query, limit=limit, topics=topics, mode=mode))
+        self,
+        query: str,
+        *,
+        limit: int = 5,
+        topics: Sequence[str] | None = None,
+        mode: str = "full",
+        fusion: str | None = None,
+    ) -> builtins.list[SearchHit]:
+        """Search the memories this key may read (`mode`: dense, sparse, hybrid or full;
+        `fusion`: `score` or `rrf` for the hybrid modes, the server's default when None)."""
+        return await self._run(
+            _calls.search(query, limit=limit, topics=topics, mode=mode, fusion=fusion)
+        )
 
     async def get(self, note_id: str) -> Note:
         """One memory by id (`NotFoundError` outside the key's readable scopes)."""
@@ -175,6 +203,38 @@ class AsyncClient:
     async def link(self, source_id: str, target_id: str) -> None:
         """Link a memory this key may write to one it may read (feeds `full` search)."""
         await self._run(_calls.link(source_id, target_id))
+
+    async def links(self, note_id: str) -> builtins.list[Link]:
+        """The notes linked to a memory (both directions) that this key may read."""
+        return await self._run(_calls.links(note_id))
+
+    # --- A-MEM calls (`ConflictError` when the server runs with MEMVAULT_AMEM=off) ---------
+
+    async def dialogue(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        dry_run: bool = False,
+        idempotency_key: str | None = None,
+    ) -> DialogueResult:
+        """Run a conversation (`[{"role", "content"}]`) through the dialogue gate: one
+        NEW / UPDATE / DELETE / NONE / REFUSED decision per fact from the user and assistant
+        turns (tool and system turns are dropped). `dry_run` decides and writes nothing."""
+        return await self._run(
+            _calls.dialogue(messages, dry_run=dry_run, idempotency_key=idempotency_key)
+        )
+
+    async def consolidate(self, *, idempotency_key: str | None = None) -> Consolidation:
+        """Merge this key's near-duplicate notes into their oldest now (the daily run)."""
+        return await self._run(_calls.consolidate(idempotency_key=idempotency_key))
+
+    async def quality_scan(self) -> builtins.list[QualityFlag]:
+        """Flag this key's too-short, expired-ephemeral and conflicting notes `low_quality`."""
+        return await self._run(_calls.quality_scan())
+
+    async def quality_review(self) -> str:
+        """The flagged notes as an Obsidian-compatible markdown review batch."""
+        return await self._run(_calls.quality_review())
 
     # --- tenant admin and auditor calls ---------------------------------------------------
 

@@ -6,13 +6,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel, Field
+
 from memvault.api.schemas import MEMORY_NOTICE, IssuedKeyOut, NoteList, NoteOut, ScreenPolicyIn
 from memvault.api.schemas import SearchResult as _SearchResult
 from memvault.api.schemas import TtlDefaults as _TtlDefaults
 
 Note = NoteOut
 """A memory as the API returns it: id, text (after redaction), visibility, owner, readers,
-writers, note_type, topics, source, created_at, updated_at, flags, redacted."""
+writers, note_type, topics, source, created_at, updated_at, flags, redacted; with A-MEM also
+session_id, occurred_at, keywords, tags, context, category, enrichment and (on an add)
+evolution. The A-MEM fields are optional, so an older server's notes still parse."""
 
 SearchHit = _SearchResult
 """One search result: the note's fields plus score, age_days, via and scope."""
@@ -27,6 +31,48 @@ Policy = ScreenPolicyIn
 """A tenant's policy: per PII type redact | refuse | allow, allow_suspicious_shared, ttl_days."""
 
 TtlDefaults = _TtlDefaults
+
+
+class Link(BaseModel):
+    """One note linked to another (`GET /v1/memories/{id}/links`): `kind` is `link` (made by
+    A-MEM or a client) or `sequence` (a session neighbour); `strength` in [0, 1] or None."""
+
+    id: str
+    kind: str
+    strength: float | None = None
+
+
+class DialogueDecision(BaseModel):
+    """What the dialogue gate decided for one extracted fact: `action` is NEW, UPDATE, DELETE,
+    NONE or REFUSED (`reason` then names the detector, never the value)."""
+
+    action: str
+    fact_index: int
+    note_id: str | None = None
+    reason: str | None = None
+
+
+class DialogueResult(BaseModel):
+    """The answer of `POST /v1/dialogues`: one decision per fact; nothing written on a dry run."""
+
+    decisions: list[DialogueDecision] = Field(default_factory=list)
+    dry_run: bool = False
+
+
+class Consolidation(BaseModel):
+    """What `POST /v1/consolidate` did: groups of near-duplicates merged into their oldest note,
+    and notes absorbed (soft-deleted) into those survivors."""
+
+    groups: int = 0
+    absorbed: int = 0
+
+
+class QualityFlag(BaseModel):
+    """A note the quality scan flagged `low_quality`, and why (`too_short`,
+    `expired_ephemeral`, `pending_conflict`). Ids and reasons only: no text."""
+
+    id: str
+    reasons: list[str] = Field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,11 +127,16 @@ class AuditExport:
 __all__ = [
     "MEMORY_NOTICE",
     "AuditExport",
+    "Consolidation",
+    "DialogueDecision",
+    "DialogueResult",
     "Erasure",
     "IssuedKey",
+    "Link",
     "Note",
     "Page",
     "Policy",
+    "QualityFlag",
     "SearchHit",
     "TtlDefaults",
 ]

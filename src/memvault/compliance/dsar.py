@@ -36,6 +36,9 @@ class ExportedNote:
 
     note: Note
     active: bool
+    history: tuple[dict[str, Any], ...] = ()
+    """A-MEM's evolution history (sealed with the note): each step's time, action and the
+    text the note had before it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +166,11 @@ class DsarExport:
         note = self._vault.decrypt_row(row)
         if note.tenant != self.tenant or note.user != self.user:
             raise ScopeViolation("a note of another subject reached the export")
-        return ExportedNote(note, bool(row.is_active))
+        _, attrs = self._vault.codec.open(
+            self._vault.row_scope(row), row.id, row.key_version, row.text_ct, row.attrs_ct
+        )
+        history = tuple(h for h in attrs.get("evolution_history", ()) if isinstance(h, dict))
+        return ExportedNote(note, bool(row.is_active), history)
 
     def _link(self, row: LinkRow) -> ExportedLink:
         if row.tenant_id != self.tenant or row.user_id != self.user:

@@ -109,9 +109,19 @@ STORES: tuple[Store, ...] = (
     ),
     Store(
         "evolution_history",
-        "A-MEM evolution history (not built yet: added by the A-MEM issue)",
+        "A-MEM evolution history and construction (keywords, tags, context), sealed in the "
+        "note's attributes: deleted with the note row, shredded with its keys",
         DELETED,
         "rows",
+        count=_remaining("sql_rows"),
+    ),
+    Store(
+        "amem_jobs",
+        "A-MEM enrichment jobs still to run: note ids and the scope they belong to",
+        DELETED,
+        "rows",
+        ("amem_jobs",),
+        count=_remaining("amem_jobs"),
     ),
     Store(
         "vectors",

@@ -5,18 +5,33 @@
 scope of one agent key when it is built. See docs/mcp.md.
 """
 
-from memvault.mcp.backends import BackendError, EmbeddedBackend, MemoryBackend, RemoteBackend
-from memvault.mcp.envelope import MemoryEnvelope, RecalledMemory, UnavailableResult
+from memvault.mcp.backends import (
+    AmemOff,
+    BackendError,
+    EmbeddedBackend,
+    MemoryBackend,
+    RemoteBackend,
+)
+from memvault.mcp.envelope import (
+    ConsolidateResult,
+    MaintenanceResult,
+    MemoryEnvelope,
+    QualityScanResult,
+    RecalledMemory,
+)
 from memvault.mcp.server import TOOL_NAMES, build_server
 
 __all__ = [
     "TOOL_NAMES",
+    "AmemOff",
     "BackendError",
+    "ConsolidateResult",
     "EmbeddedBackend",
+    "MaintenanceResult",
     "MemoryBackend",
     "MemoryEnvelope",
+    "QualityScanResult",
     "RecalledMemory",
     "RemoteBackend",
-    "UnavailableResult",
     "build_server",
 ]

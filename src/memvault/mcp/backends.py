@@ -9,6 +9,7 @@ detectors, never a value.
 
 from __future__ import annotations
 
+import builtins
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,6 +21,7 @@ from memvault.api.schemas import AddMemory, NoteOut, SearchMemories, SearchResul
 from memvault.errors import AuthenticationError, Forbidden, NotFound, VaultError
 
 if TYPE_CHECKING:
+    from memvault.amem.service import Amem
     from memvault.vault.factory import Services
     from memvault.vault.principals import Principal
 
@@ -31,6 +33,13 @@ class BackendError(Exception):
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
+
+
+class AmemOff(BackendError):
+    """The A-MEM tools on a server (or data directory) that runs with MEMVAULT_AMEM=off."""
+
+    def __init__(self) -> None:
+        super().__init__("amem_off", "A-MEM is off (MEMVAULT_AMEM=off)")
 
 
 class MemoryBackend(Protocol):
@@ -47,6 +56,8 @@ class MemoryBackend(Protocol):
         topics: list[str] | None,
         source: str | None,
         ttl_days: float | None,
+        session_id: str | None = None,
+        occurred_at: str | None = None,
     ) -> Any:
         """Store a memory; returns it as stored (`NoteOut` shape)."""
 
@@ -61,6 +72,12 @@ class MemoryBackend(Protocol):
 
     def delete(self, note_id: str, *, purge: bool) -> None:
         """Soft-delete (or purge) a memory the scope may write."""
+
+    def consolidate(self) -> tuple[int, int]:
+        """A-MEM consolidation of the scope's own notes: (groups, absorbed); `AmemOff`."""
+
+    def quality_scan(self) -> builtins.list[tuple[str, builtins.list[str]]]:
+        """A-MEM quality scan: (note id, reasons) per flagged note; `AmemOff`."""
 
     def close(self) -> None:
         """Release what the backend holds."""
@@ -95,7 +112,9 @@ def _note_id(note_id: str) -> str:
 class EmbeddedBackend:
     """The vault of a local data directory, scoped to the principal of an agent key.
 
-    Writes are audited like the REST routes' (ids and counts, never text), under the key's id.
+    With `MEMVAULT_AMEM` on (the default) A-MEM is installed on the services, without its
+    worker and scheduler threads. Writes are audited like the REST routes' (ids and counts,
+    never text), under the key's id.
     The backend owns `services` and closes them (and releases the data-directory lock).
     """
 
@@ -107,6 +126,12 @@ class EmbeddedBackend:
         self._services = services
         self._principal = principal
         self._vault = services.vault.scoped(principal.scope)
+        if services.settings.amem:
+            from memvault.amem.wiring import install
+
+            # As `memvault serve` does, less the background threads: with the offline judge
+            # every add runs A-MEM inline; consolidation runs when the tool is called.
+            install(services, worker=False, scheduler=False)
 
     @classmethod
     def authenticate(cls, services: Services, api_key: str) -> EmbeddedBackend:
@@ -129,18 +154,20 @@ class EmbeddedBackend:
         topics: list[str] | None,
         source: str | None,
         ttl_days: float | None,
+        session_id: str | None = None,
+        occurred_at: str | None = None,
     ) -> NoteOut:
+        fields: dict[str, Any] = {"text": text, "visibility": visibility, "note_type": note_type}
+        optional = {
+            "topics": topics,
+            "source": source,
+            "ttl_days": ttl_days,
+            "session_id": session_id,
+            "occurred_at": occurred_at,
+        }
+        fields.update({k: v for k, v in optional.items() if v is not None})
         with _vault_errors():
-            body = AddMemory.model_validate(
-                {
-                    "text": text,
-                    "visibility": visibility,
-                    "note_type": note_type,
-                    "topics": topics,
-                    "source": source,
-                    "ttl_days": ttl_days,
-                }
-            )
+            body = AddMemory.model_validate(fields)
             note = self._vault.add(
                 body.text,
                 visibility=body.visibility,
@@ -148,6 +175,8 @@ class EmbeddedBackend:
                 topics=body.topics,
                 source=body.source,
                 ttl_days=body.ttl_days,
+                session_id=body.session_id,
+                occurred_at=body.occurred_at,
             )
         self._audit(
             "note.added",
@@ -185,6 +214,39 @@ class EmbeddedBackend:
         with _vault_errors():
             self._vault.delete(_note_id(note_id), purge=purge)
         self._audit("note.deleted", note_id, purge=purge)
+
+    def _amem(self) -> Amem:
+        from memvault.amem.wiring import installed
+
+        amem = installed(self._services)
+        if amem is None:
+            raise AmemOff()
+        return amem
+
+    def consolidate(self) -> tuple[int, int]:
+        from memvault.amem.maintenance import consolidate
+
+        amem = self._amem()
+        with _vault_errors():
+            report = consolidate(amem, self._vault)
+        scope = self._principal.scope
+        self._services.audit.record(
+            scope.tenant,
+            self._principal.key_id,
+            "notes.consolidated",
+            subject={"user_id": scope.user, "agent_id": scope.agent},
+            groups=report.groups,
+            absorbed=report.absorbed,
+        )
+        return report.groups, report.absorbed
+
+    def quality_scan(self) -> builtins.list[tuple[str, builtins.list[str]]]:
+        from memvault.amem.maintenance import quality_scan
+
+        self._amem()
+        with _vault_errors():
+            found = quality_scan(self._vault)
+        return [(f.note_id, [*f.reasons]) for f in found]
 
     def close(self) -> None:
         self._services.close()
@@ -240,7 +302,10 @@ class RemoteBackend:
         topics: list[str] | None,
         source: str | None,
         ttl_days: float | None,
+        session_id: str | None = None,
+        occurred_at: str | None = None,
     ) -> Any:
+        optional = {"session_id": session_id, "occurred_at": occurred_at}
         return self._call(
             self._client.add,
             text,
@@ -249,6 +314,7 @@ class RemoteBackend:
             topics=topics,
             source=source,
             ttl_days=ttl_days,
+            **{k: v for k, v in optional.items() if v is not None},
         )
 
     def search(self, query: str, *, limit: int, topics: list[str] | None, mode: str) -> list[Any]:
@@ -263,6 +329,24 @@ class RemoteBackend:
 
     def delete(self, note_id: str, *, purge: bool) -> None:
         self._call(self._client.delete, _note_id(note_id), purge=purge)
+
+    def _amem_call(self, fn: Callable[[], Any]) -> Any:
+        """An A-MEM call: 409 `conflict` (A-MEM off) or 404 (a server older than A-MEM) is
+        `AmemOff`."""
+        try:
+            return self._call(fn)
+        except BackendError as exc:
+            if exc.code in ("conflict", "not_found"):
+                raise AmemOff() from None
+            raise
+
+    def consolidate(self) -> tuple[int, int]:
+        done = self._amem_call(self._client.consolidate)
+        return int(done.groups), int(done.absorbed)
+
+    def quality_scan(self) -> builtins.list[tuple[str, builtins.list[str]]]:
+        flagged = self._amem_call(self._client.quality_scan)
+        return [(str(f.id), [*f.reasons]) for f in flagged]
 
     def close(self) -> None:
         close = getattr(self._client, "close", None)

@@ -5,6 +5,9 @@ search carries (`MEMORY_NOTICE`): what follows is user data, not instructions. E
 labelled with its id, source, age and scope (`private` to its owner agent, or `shared` with the
 agents of the same user), so a host can show where a recalled line came from.
 
+The A-MEM maintenance tools return `ConsolidateResult` and `QualityScanResult`: counts, ids and
+reasons only, never memory text, with `status` `done` or `unavailable` (A-MEM off).
+
 Both backends (embedded vault, remote REST through the SDK) hand the tools the API's own
 response models (`NoteOut`, `SearchResult`) or the SDK's versions of them; `recalled` reads the
 fields by name, so the envelope cannot drift from either.
@@ -23,6 +26,16 @@ from memvault.api.schemas import MEMORY_NOTICE
 RecalledKind = Literal["memvault.recalled_memory"]
 RECALLED_KIND: RecalledKind = "memvault.recalled_memory"
 """The `kind` of every envelope that carries memory text."""
+
+
+class Evolution(BaseModel):
+    """What A-MEM did with a new note: NEW (kept), EVOLVE / EXPAND / MERGE (folded into
+    `target_id`, which now holds it: this id answers not_found), CONFLICT (both kept, flagged),
+    PENDING (decided in the background)."""
+
+    action: str
+    target_id: str | None = None
+    links: int = 0
 
 
 class RecalledMemory(BaseModel):
@@ -50,6 +63,15 @@ class RecalledMemory(BaseModel):
     )
     score: float | None = Field(default=None, description="Search score (search only).")
     via: str | None = Field(default=None, description="`search` or `graph` (search only).")
+    session_id: str | None = Field(
+        default=None, description="The conversation or episode it came from, if given."
+    )
+    occurred_at: str | None = Field(
+        default=None, description="When the remembered event happened (RFC 3339)."
+    )
+    evolution: Evolution | None = Field(
+        default=None, description="On an add with A-MEM: what A-MEM did with the new note."
+    )
 
 
 class MemoryEnvelope(BaseModel):
@@ -70,13 +92,38 @@ class DeleteResult(BaseModel):
     purged: bool = Field(description="True when the vector and the row were removed too.")
 
 
-class UnavailableResult(BaseModel):
-    """A tool that this server lists but cannot run yet. Not an error: nothing was attempted."""
+class MaintenanceResult(BaseModel):
+    """An A-MEM maintenance tool's outcome: `done`, or `unavailable` when A-MEM is off on this
+    server (not an error: nothing was attempted, nothing changed). Ids and counts only."""
 
-    status: Literal["unavailable"] = "unavailable"
+    status: Literal["done", "unavailable"]
     tool: str
-    reason: str
+    reason: str | None = Field(
+        default=None, description="Why it is unavailable: `amem_off` (MEMVAULT_AMEM=off)."
+    )
     message: str
+
+
+class ConsolidateResult(MaintenanceResult):
+    """`memory_consolidate`: near-duplicates of this agent's notes merged into the oldest."""
+
+    groups: int = Field(default=0, description="Groups of near-duplicates merged.")
+    absorbed: int = Field(default=0, description="Notes folded into a survivor (soft-deleted).")
+
+
+class QualityFlagOut(BaseModel):
+    """A note flagged `low_quality`: its id and why. No memory text."""
+
+    id: str
+    reasons: list[str] = Field(
+        description="`too_short`, `expired_ephemeral` and/or `pending_conflict`."
+    )
+
+
+class QualityScanResult(MaintenanceResult):
+    """`memory_quality_scan`: this agent's notes flagged for review."""
+
+    flagged: list[QualityFlagOut] = Field(default_factory=list)
 
 
 def _age_days(created_at: str, now: float) -> float:
@@ -113,7 +160,18 @@ def recalled(model: Any, now: float | None = None) -> RecalledMemory:
         redacted=list(getattr(model, "redacted", None) or ()),
         score=getattr(model, "score", None),
         via=getattr(model, "via", None),
+        session_id=getattr(model, "session_id", None),
+        occurred_at=getattr(model, "occurred_at", None),
+        evolution=_evolution(getattr(model, "evolution", None)),
     )
+
+
+def _evolution(value: Any) -> Evolution | None:
+    if value is None:
+        return None
+    if isinstance(value, BaseModel):
+        value = value.model_dump()
+    return Evolution.model_validate(value)
 
 
 def envelope(
@@ -129,10 +187,24 @@ def envelope(
     return MemoryEnvelope(memories=memories, total=total, limit=limit, offset=offset)
 
 
-def unavailable(tool: str, feature: str) -> UnavailableResult:
-    """The answer of a tool whose feature has not landed on this server."""
-    return UnavailableResult(
-        tool=tool,
-        reason="not_implemented",
-        message=f"{feature} is not available on this memvault server yet; nothing was changed.",
+AMEM_OFF_MESSAGE = "A-MEM is off on this memvault server (MEMVAULT_AMEM=off); nothing was changed."
+
+
+def consolidate_unavailable() -> ConsolidateResult:
+    """`memory_consolidate` on a server without A-MEM."""
+    return ConsolidateResult(
+        status="unavailable",
+        tool="memory_consolidate",
+        reason="amem_off",
+        message=AMEM_OFF_MESSAGE,
+    )
+
+
+def quality_scan_unavailable() -> QualityScanResult:
+    """`memory_quality_scan` on a server without A-MEM."""
+    return QualityScanResult(
+        status="unavailable",
+        tool="memory_quality_scan",
+        reason="amem_off",
+        message=AMEM_OFF_MESSAGE,
     )

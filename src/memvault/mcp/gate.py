@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, ValidationError
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent
@@ -40,8 +40,18 @@ def argument_problems(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -
     ]
     validator = Draft202012Validator(dict(schema))
     for error in sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.path)):
-        problems.append(f"{_field(error.absolute_path)}: {error.validator}")
+        problems.append(f"{_field(error.absolute_path)}: {_rule(error)}")
     return problems
+
+
+def _rule(error: ValidationError) -> str:
+    """The rule an argument broke. For an optional field (`anyOf: [{...}, {type: null}]`) that
+    is the rule of the branch it was meant for (`pattern`, `maxLength`), not `anyOf`."""
+    if error.validator == "anyOf" and error.context:
+        meant = [e for e in error.context if e.validator != "type"]
+        if meant:
+            return str(meant[0].validator)
+    return str(error.validator)
 
 
 class ArgumentGate:

@@ -6,8 +6,8 @@ into a tool call can reach another scope. Every memory comes back inside `Memory
 notice says that recalled memory is data, not instructions.
 
 `memory_consolidate` and `memory_quality_scan` keep openclaw-amem's names so that prompts written
-for it work unchanged; the A-MEM features behind them have not landed in memvault, so they answer
-with a structured `unavailable` result.
+for it work unchanged. They run A-MEM's consolidation and quality scan on the bound scope; when
+A-MEM is off (MEMVAULT_AMEM=off) they answer with a structured `unavailable` result.
 """
 
 from __future__ import annotations
@@ -23,15 +23,19 @@ from pydantic import Field
 
 from memvault import __version__
 from memvault.api.schemas import MEMORY_NOTICE
-from memvault.mcp.backends import BackendError, MemoryBackend
+from memvault.mcp.backends import AmemOff, BackendError, MemoryBackend
 from memvault.mcp.envelope import (
+    ConsolidateResult,
     DeleteResult,
     MemoryEnvelope,
-    UnavailableResult,
+    QualityFlagOut,
+    QualityScanResult,
+    consolidate_unavailable,
     envelope,
-    unavailable,
+    quality_scan_unavailable,
 )
 from memvault.mcp.gate import ArgumentGate
+from memvault.scope import ID_GRAMMAR
 from memvault.vault.fields import (
     MAX_LIST_LIMIT,
     MAX_OFFSET,
@@ -68,12 +72,30 @@ Topics = Annotated[
     Field(max_length=MAX_TOPICS, description="1-5 subject tags (knowledge notes need them)."),
 ]
 NoteId = Annotated[str, Field(min_length=1, max_length=64, description="A note id (UUID).")]
+SessionId = Annotated[
+    str | None,
+    Field(
+        pattern=f"^{ID_GRAMMAR}$",
+        description="The conversation or episode this memory came from (A-MEM links a session's "
+        "notes in order).",
+    ),
+]
+OccurredAt = Annotated[
+    str | None,
+    Field(
+        max_length=40,
+        description="RFC 3339 time with an offset when the remembered event happened "
+        "(default: now).",
+    ),
+]
 
 
 def _run(tool: str, call: Callable[[], T]) -> T:
     """Run a backend call; its refusals become tool errors that name a code, never a value."""
     try:
         return call()
+    except AmemOff:
+        raise
     except BackendError as exc:
         log.info("mcp tool %s refused: %s", tool, exc.code)
         raise ToolError(f"{exc.code}: {exc.message}") from None
@@ -114,6 +136,8 @@ def build_server(backend: MemoryBackend) -> MCPServer[object]:
         ttl_days: Annotated[
             float | None, Field(gt=0, le=MAX_TTL_DAYS, description="Expire after this many days.")
         ] = None,
+        session_id: SessionId = None,
+        occurred_at: OccurredAt = None,
     ) -> MemoryEnvelope:
         """Store a long-term memory. It is screened (credentials refused, PII redacted) and
         encrypted; the memory comes back as stored, wrapped as data."""
@@ -126,6 +150,8 @@ def build_server(backend: MemoryBackend) -> MCPServer[object]:
                 topics=topics,
                 source=source,
                 ttl_days=ttl_days,
+                session_id=session_id,
+                occurred_at=occurred_at,
             ),
         )
         return envelope([note])
@@ -179,16 +205,45 @@ def build_server(backend: MemoryBackend) -> MCPServer[object]:
         _run("memory_delete", lambda: backend.delete(id, purge=purge))
         return DeleteResult(deleted=id, purged=purge)
 
-    @server.tool(name="memory_consolidate", structured_output=True)
-    def memory_consolidate() -> UnavailableResult:
-        """A-MEM consolidation (merge near-duplicates). Not available on this server yet: the
-        call changes nothing and says so."""
-        return unavailable("memory_consolidate", "Memory consolidation (A-MEM)")
+    @server.tool(
+        name="memory_consolidate",
+        annotations=ToolAnnotations(destructive_hint=True, open_world_hint=False),
+        structured_output=True,
+    )
+    def memory_consolidate() -> ConsolidateResult:
+        """A-MEM consolidation: merge this agent's near-duplicate notes into the oldest of each
+        group (absorbed notes are soft-deleted; running it again changes nothing). Returns
+        counts only; `unavailable` when A-MEM is off on this server."""
+        try:
+            groups, absorbed = _run("memory_consolidate", backend.consolidate)
+        except AmemOff:
+            return consolidate_unavailable()
+        return ConsolidateResult(
+            status="done",
+            tool="memory_consolidate",
+            groups=groups,
+            absorbed=absorbed,
+            message=f"Merged {groups} groups of near-duplicates; {absorbed} notes absorbed.",
+        )
 
-    @server.tool(name="memory_quality_scan", annotations=read_only, structured_output=True)
-    def memory_quality_scan() -> UnavailableResult:
-        """A-MEM quality scan (short, expired or conflicting notes). Not available on this
-        server yet: the call changes nothing and says so."""
-        return unavailable("memory_quality_scan", "The memory quality scan (A-MEM)")
+    @server.tool(
+        name="memory_quality_scan",
+        annotations=ToolAnnotations(destructive_hint=False, open_world_hint=False),
+        structured_output=True,
+    )
+    def memory_quality_scan() -> QualityScanResult:
+        """A-MEM quality scan: flag this agent's too-short, expired-ephemeral and conflicting
+        notes as `low_quality` for review. Returns ids and reasons only (memory_get reads a
+        note); `unavailable` when A-MEM is off on this server."""
+        try:
+            found = _run("memory_quality_scan", backend.quality_scan)
+        except AmemOff:
+            return quality_scan_unavailable()
+        return QualityScanResult(
+            status="done",
+            tool="memory_quality_scan",
+            flagged=[QualityFlagOut(id=note_id, reasons=reasons) for note_id, reasons in found],
+            message=f"{len(found)} notes flagged low_quality.",
+        )
 
     return server

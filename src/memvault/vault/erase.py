@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from sqlalchemy import ColumnElement, delete, func, select
 
@@ -33,6 +34,7 @@ from memvault.vault.principals import ApiKeys
 from memvault.vault.screen_gate import refusal_principal
 from memvault.vault.service import Vault, namespace_for
 from memvault.vault.store.models import (
+    AmemJobRow,
     ApiKeyRow,
     AuditEventRow,
     CorpusStatsRow,
@@ -51,6 +53,7 @@ log = logging.getLogger(__name__)
 TENANT_ROW_MODELS = (
     NoteRow,
     LinkRow,
+    AmemJobRow,
     ApiKeyRow,
     RefusalRow,
     CorpusStatsRow,
@@ -171,8 +174,15 @@ class Eraser:
             )
             rows = int(sess.execute(scoped_delete(subject)).rowcount)  # type: ignore[attr-defined]
             replays = delete_idempotency_records(sess, tenant, user, agent)
+            jobs = int(sess.execute(delete(AmemJobRow).where(*_job_clause(subject))).rowcount)  # type: ignore[attr-defined]
             refused = int(sess.execute(delete(RefusalRow).where(*refusals)).rowcount)  # type: ignore[attr-defined]
-        return {"notes": rows, "links": links, "idempotency_records": replays, "refusals": refused}
+        return {
+            "notes": rows,
+            "links": links,
+            "idempotency_records": replays,
+            "refusals": refused,
+            "amem_jobs": jobs,
+        }
 
     def _delete_tenant_rows(self, tenant: str) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -233,6 +243,9 @@ class Eraser:
             refusals = sess.execute(
                 select(func.count()).select_from(RefusalRow).where(*self._refusal_clause(subject))
             ).scalar_one()
+            jobs = sess.execute(
+                select(func.count()).select_from(AmemJobRow).where(*_job_clause(subject))
+            ).scalar_one()
             keys_where = [ApiKeyRow.tenant_id == tenant, ApiKeyRow.user_id == user]
             if agent is not None:
                 keys_where.append(ApiKeyRow.agent_id == agent)
@@ -250,4 +263,15 @@ class Eraser:
             "idempotency_records": int(replays),
             "refusals": int(refusals),
             "api_keys": int(api_keys),
+            "amem_jobs": int(jobs),
         }
+
+
+def _job_clause(subject: OwnedBy) -> list[Any]:
+    """A-MEM jobs of the subject's notes (by the storage scope they name)."""
+    where: list[Any] = [AmemJobRow.tenant_id == subject.tenant]
+    if subject.user is not None:
+        where.append(AmemJobRow.user_id == subject.user)
+    if subject.agent is not None:
+        where.append(AmemJobRow.agent_id == subject.agent)
+    return where

@@ -59,6 +59,8 @@ class Services:
     data_dir_lock: DataDirLock | None = field(default=None)
     maintenance: Maintenance | None = field(default=None)
     sweepers: list[Callable[[], object]] = field(default_factory=list)
+    on_close: list[Callable[[], object]] = field(default_factory=list)
+    """Stopped first by `close()` (layers above the vault: the A-MEM worker and scheduler)."""
 
     def start(self) -> ReconcileReport:
         """Reconcile now (before the server reports ready), then start periodic maintenance.
@@ -77,6 +79,11 @@ class Services:
         if self.closed:
             return
         self.closed = True
+        for stop in reversed(self.on_close):
+            try:
+                stop()
+            except Exception as exc:  # the rest still closes
+                log.warning("a service did not stop cleanly: %s", type(exc).__name__)
         if self.maintenance is not None:
             self.maintenance.stop()
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 from sqlalchemy import ColumnElement, CompoundSelect, delete, exists, or_, select, union
@@ -21,6 +22,80 @@ def delete_links_of(sess: Session, tenant: str, note_ids: Sequence[str]) -> int:
         )
     )
     return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+def put_link(
+    sess: Session, tenant: str, user: str, src: str, dst: str, strength: float | None
+) -> bool:
+    """Link two notes of one user (one undirected row; walks follow both directions).
+
+    False when they are already linked either way, or `src` is `dst`.
+    """
+    if src == dst:
+        return False
+    existing = sess.execute(
+        select(LinkRow.src_id).where(
+            LinkRow.tenant_id == tenant,
+            or_(
+                (LinkRow.src_id == src) & (LinkRow.dst_id == dst),
+                (LinkRow.src_id == dst) & (LinkRow.dst_id == src),
+            ),
+        )
+    ).first()
+    if existing is not None:
+        return False
+    sess.add(
+        LinkRow(
+            tenant_id=tenant,
+            src_id=src,
+            dst_id=dst,
+            user_id=user,
+            created_at=time.time(),
+            kind="link",
+            strength=strength,
+        )
+    )
+    return True
+
+
+def cascade_links(sess: Session, tenant: str, gone: str, survivor: str) -> int:
+    """Move every link of `gone` to `survivor` (a merge); links that would duplicate one of
+    the survivor's, or join it to itself, are dropped. Returns how many moved."""
+    rows = (
+        sess.execute(
+            select(LinkRow).where(
+                LinkRow.tenant_id == tenant, or_(LinkRow.src_id == gone, LinkRow.dst_id == gone)
+            )
+        )
+        .scalars()
+        .all()
+    )
+    moved = 0
+    for link in rows:
+        other = link.dst_id if link.src_id == gone else link.src_id
+        user, kind, strength = link.user_id, link.kind, link.strength
+        sess.delete(link)
+        sess.flush()
+        if kind == "link" and put_link(sess, tenant, user, survivor, other, strength):
+            moved += 1
+    return moved
+
+
+def links_of(
+    sess: Session, tenant: str, user: str, note_id: str
+) -> list[tuple[str, str, float | None]]:
+    """The notes linked to `note_id` within one user: (other id, kind, strength)."""
+    rows = sess.execute(
+        select(LinkRow.src_id, LinkRow.dst_id, LinkRow.kind, LinkRow.strength).where(
+            LinkRow.tenant_id == tenant,
+            LinkRow.user_id == user,
+            or_(LinkRow.src_id == note_id, LinkRow.dst_id == note_id),
+        )
+    ).all()
+    out = []
+    for src, dst, kind, strength in rows:
+        out.append((dst if src == note_id else src, str(kind), strength))
+    return sorted(out)
 
 
 def neighbours(sess: Session, tenant: str, user: str, note_ids: Sequence[str]) -> set[str]:

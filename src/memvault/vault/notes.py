@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 Visibility = Literal["private", "shared"]
 NoteType = Literal["memory", "knowledge"]
@@ -35,6 +35,16 @@ class Note:
     session_id: str | None = None
     occurred_at: float | None = None
     """When the remembered event happened (epoch seconds); the write time unless a client said."""
+    keywords: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    context: str | None = None
+    category: str | None = None
+    enrichment: str | None = None
+    """A-MEM: `pending`, `done` or `failed` (None: written without A-MEM)."""
+    evolution: dict[str, Any] | None = None
+    """What A-MEM did as this note was written: `{action, target_id, links}` (add only)."""
+    history: int = 0
+    """How many evolution steps the note has been through (the history itself stays sealed)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ store). Weights are per embedding model, chosen on LoCoMo conversations 0-4 and 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from memvault.vault.index.base import RRF_K, Hit, PointFilter, SparseVector, VectorIndex
@@ -42,6 +42,8 @@ class Fusion:
 
     method: FusionMethod = "score"
     dense_weight: float = 0.3
+    dense_weight_han: float | None = None
+    """The dense share for a query written mostly in Han characters (None: `dense_weight`)."""
     prev: float = 0.0
     next: float = 0.0
     date: float = 0.0
@@ -51,6 +53,24 @@ class Fusion:
     @property
     def rrf_weights(self) -> tuple[float, float]:
         return (self.dense_weight, 1.0)
+
+    def for_query(self, query: str) -> Fusion:
+        """These settings for `query`: its script may pick another dense share."""
+        if self.dense_weight_han is None or not mostly_han(query):
+            return self
+        return replace(self, dense_weight=self.dense_weight_han)
+
+
+def mostly_han(text: str) -> bool:
+    """True when at least half of the letters of `text` are Han characters."""
+    han = letters = 0
+    for ch in text[:2_000]:
+        if "\u4e00" <= ch <= "\u9fff" or "\u3400" <= ch <= "\u4dbf":
+            han += 1
+            letters += 1
+        elif ch.isalpha():
+            letters += 1
+    return letters > 0 and han * 2 >= letters
 
 
 @dataclass(frozen=True, slots=True)

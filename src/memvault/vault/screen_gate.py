@@ -98,6 +98,11 @@ class TenantPolicy:
 
     screen: ScreenPolicy | None = None
     ttl_days: tuple[tuple[str, float | None], ...] = ()
+    llm: str | None = None
+    """`off` or `anthropic`: may A-MEM send this tenant's text to the LLM processor? None: the
+    deployment's setting (`MEMVAULT_LLM`)."""
+    timezone: str | None = None
+    """IANA timezone of the tenant's daily consolidation (None: UTC)."""
 
     def ttl_for(self, note_type: str) -> float | None:
         """The default TTL in days of `note_type` (None: notes of that type do not expire)."""
@@ -158,6 +163,15 @@ class ScreenGate:
         result = self._screen.check_field(value, field=field, policy=policy, pseudonym=pseudonym)
         self._raise_if_refused(scope, result, field)
         return Screened(result.text, frozenset(), tuple(result.redacted_types))
+
+    def screen_strings(
+        self, scope: Scope, field: str, values: Sequence[str], shared: bool = False
+    ) -> list[str]:
+        """Screen free-text values written back by a layer above the vault (A-MEM's context
+        and tags): a credential refuses the write, PII is redacted. `shared` is accepted for
+        symmetry with `screen_note` (fields are screened alike either way)."""
+        policy = self._policy_if_screening(scope)
+        return [self._field(scope, field, value, None, policy).text for value in values]
 
     @timed_call("screen", "ids")
     def screen_ids(self, scope: Scope, field: str, values: Sequence[str]) -> None:
@@ -275,6 +289,8 @@ class ScreenGate:
                 allow_suspicious_shared=bool(data.get("allow_suspicious_shared", False)),
             ),
             ttl_days=tuple((kind, check_ttl(ttl.get(kind))) for kind in NOTE_TYPES),
+            llm=data.get("llm") if data.get("llm") in ("off", "anthropic") else None,
+            timezone=data.get("timezone") if isinstance(data.get("timezone"), str) else None,
         )
 
     def refusal_counts(self, tenant: str) -> dict[str, int]:

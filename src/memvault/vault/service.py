@@ -45,12 +45,13 @@ from memvault.vault.fields import (
     check_topics,
 )
 from memvault.vault.guard import ScopeGuard
+from memvault.vault.hooks import NoteHooks
 from memvault.vault.ids import canonical_uuid
 from memvault.vault.index.base import Hit, IndexPoint, PointFilter, VectorIndex
 from memvault.vault.notes import Note, SearchHit, Visibility
 from memvault.vault.retrieval_log import RetrievalLog
 from memvault.vault.screen_gate import ScreenGate
-from memvault.vault.sessions import NO_CONTEXT, IndexContext
+from memvault.vault.sessions import IndexContext
 from memvault.vault.store.database import Database
 from memvault.vault.store.models import NoteRow
 from memvault.vault.store.scoping import ReadableBy, parse_member_list, scoped_select
@@ -92,6 +93,8 @@ class VaultParts:
     retrievals: RetrievalLog
     clock: Callable[[], float] = time.time
     guard: ScopeGuard = field(default_factory=ScopeGuard)
+    hooks: NoteHooks | None = None
+    """What a layer above the vault (A-MEM) adds to writes; None: plain notes."""
     corpus: CorpusStats = field(init=False)
 
     def __post_init__(self) -> None:
@@ -160,6 +163,12 @@ class Vault:
             expires_at=row.expires_at,
             session_id=attrs.get("session_id"),
             occurred_at=row.occurred_at if row.occurred_at is not None else row.created_at,
+            keywords=tuple(attrs.get("keywords", ())),
+            tags=tuple(attrs.get("tags", ())),
+            context=attrs.get("context"),
+            category=attrs.get("category"),
+            enrichment=row.enrichment,
+            history=len(attrs.get("evolution_history", ())),
         )
 
     def index_point(
@@ -196,8 +205,8 @@ class Vault:
         """The index contexts of stored rows under the current rules."""
         from memvault.vault.session_index import SessionIndexer
 
-        if not any(r.session_tag is not None or r.occurred_at is not None for r in rows):
-            return [NO_CONTEXT] * len(rows)
+        if not rows:
+            return []
         indexer = SessionIndexer(self)
         tenant = rows[0].tenant_id
         with self.parts.db.session(tenant) as sess:
@@ -258,7 +267,23 @@ class ScopedVault:
         same scope returns the existing note instead of a copy.
         """
         with self._guarded():
-            return self._writer().add_many(drafts)
+            writer = self._writer()
+            notes = writer.add_many(drafts)
+            hooks = self._parts.hooks
+            if hooks is not None and writer.new_ids:
+                notes = hooks.after_add(self, notes, writer.new_ids)
+            return notes
+
+    def links(self, note_id: str) -> list[tuple[str, str, float | None]]:
+        """The readable notes linked to a readable note: (other id, kind, strength)."""
+        from memvault.vault.links import links_of
+
+        with self._guarded():
+            row = self.readable_row(note_id)
+            with self._parts.db.session(self.scope.tenant) as sess:
+                found = links_of(sess, row.tenant_id, row.user_id, row.id)
+                readable = self.live_rows(sess, NoteRow.id.in_([f[0] for f in found]))
+            return [f for f in found if f[0] in readable]
 
     def update(
         self,

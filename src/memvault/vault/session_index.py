@@ -6,9 +6,9 @@ The rules themselves live in `memvault.vault.sessions`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, update
 from sqlalchemy.orm import Session
@@ -19,6 +19,8 @@ from memvault.vault.sessions import (
     INDEX_VERSION,
     NO_CONTEXT,
     IndexContext,
+    enrichment_embed_text,
+    enrichment_text,
     first_after,
     latest_before,
     may_borrow,
@@ -73,14 +75,31 @@ class SessionIndexer:
         return IndexContext(prev.id, text, tuple(tokens), dates)
 
     def context_of(self, sess: Session, row: NoteRow, *, exclude: str = "") -> IndexContext:
-        """The context of a stored note under the current rules (its predecessor from SQL)."""
+        """The context of a stored note under the current rules (its predecessor from SQL, its
+        event date, and A-MEM's keywords and context sealed with it)."""
         if row.session_tag is None:
             dates = self.date_tokens(row)
-            return IndexContext(date_tokens=dates) if dates else NO_CONTEXT
-        prev = latest_before(
-            sess, self._vault.row_scope(row), row.session_tag, order_key(row), exclude=exclude
+            ctx = IndexContext(date_tokens=dates) if dates else NO_CONTEXT
+        else:
+            prev = latest_before(
+                sess, self._vault.row_scope(row), row.session_tag, order_key(row), exclude=exclude
+            )
+            ctx = self._borrowed(row, prev, None, None)
+        text, attrs = self._vault.codec.open(
+            self._vault.row_scope(row), row.id, row.key_version, row.text_ct, row.attrs_ct
         )
-        return self._borrowed(row, prev, None, None)
+        return self.with_extra(ctx, row.tenant_id, attrs, text)
+
+    def with_extra(
+        self, ctx: IndexContext, tenant: str, attrs: Mapping[str, Any], text: str
+    ) -> IndexContext:
+        """`ctx` with what A-MEM's construction (in sealed `attrs`) adds to the note's index."""
+        extra = enrichment_text(attrs)
+        if not extra:
+            return ctx
+        tokens = tuple(self._vault.sparse_encoder(tenant).tokens(extra))
+        embed = enrichment_embed_text(attrs, text)
+        return replace(ctx, extra_text=embed, extra_tokens=tokens)
 
     def contexts_for_new(
         self, sess: Session, notes: Sequence[NewNote]

@@ -14,7 +14,7 @@ an older version (or another embedding model) are stale until `memvault reindex`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,17 +55,42 @@ class IndexContext:
     prev_text: str = ""
     prev_tokens: tuple[str, ...] = ()
     date_tokens: tuple[str, ...] = ()
+    extra_text: str = ""
+    """A-MEM's context when it says more than the note's text (`enrichment_embed_text`)."""
+    extra_tokens: tuple[str, ...] = ()
+    """BM25 tokens of A-MEM's keywords and context (`enrichment_text`)."""
 
     def embed_text(self, text: str) -> str:
-        """The text the dense vector embeds: the predecessor's, then the note's own."""
-        return f"{self.prev_text}\n{text}" if self.prev_text else text
+        """The text the dense vector embeds: the predecessor's, the note's own, then A-MEM's
+        keywords and context."""
+        body = f"{self.prev_text}\n{text}" if self.prev_text else text
+        return f"{body}\n{self.extra_text}" if self.extra_text else body
 
     def bm25_tokens(self, own: Sequence[str]) -> list[str]:
-        """The BM25 tokens: the note's own, the predecessor's, and the event date's."""
-        return [*own, *self.prev_tokens, *self.date_tokens]
+        """The BM25 tokens: the note's own, the predecessor's, the event date's and A-MEM's."""
+        return [*own, *self.prev_tokens, *self.date_tokens, *self.extra_tokens]
 
 
 NO_CONTEXT = IndexContext()
+
+
+def enrichment_embed_text(attrs: Mapping[str, Any], text: str) -> str:
+    """What A-MEM adds to a note's embedding text: its context, unless the note's text already
+    says it (the offline judge's context is the text's first clause: embedding it again, or the
+    keywords, only skews the vector towards its rarest words)."""
+    context = attrs.get("context")
+    if not isinstance(context, str) or not context.strip():
+        return ""
+    squash = " ".join(context.casefold().split()).rstrip(".")
+    return "" if squash in " ".join(text.casefold().split()) else context
+
+
+def enrichment_text(attrs: Mapping[str, Any]) -> str:
+    """The text A-MEM's construction adds to a note's BM25 tokens: keywords, then context."""
+    keywords = " ".join(str(k) for k in attrs.get("keywords", ()) if isinstance(k, str))
+    context = attrs.get("context")
+    parts = [keywords, context if isinstance(context, str) else ""]
+    return " ".join(p for p in parts if p).strip()
 
 
 def may_borrow(note: NoteRow, predecessor: NoteRow) -> bool:

@@ -21,8 +21,8 @@ Everything a client supplies is validated and screened before the first byte is 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memvault.errors import InvalidRequest, NotFound, PermissionDenied
@@ -52,7 +52,12 @@ from memvault.vault.links import delete_links_of
 from memvault.vault.notes import Note
 from memvault.vault.screen_gate import Pseudonym, ScreenedNote, keyed_pseudonym
 from memvault.vault.session_index import NewNote, SessionIndexer
-from memvault.vault.sessions import INDEX_VERSION, IndexContext, session_tag
+from memvault.vault.sessions import (
+    INDEX_VERSION,
+    NO_CONTEXT,
+    IndexContext,
+    session_tag,
+)
 from memvault.vault.store.models import LinkRow, NoteRow
 from memvault.vault.store.scoping import member_list, scoped_delete, scoped_update
 
@@ -70,6 +75,8 @@ class Prepared:
     text: str
     topics: tuple[str, ...]
     tokens: tuple[str, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """A-MEM's keywords and context: indexed with the note, never part of its content."""
 
 
 class NoteWriter:
@@ -80,6 +87,8 @@ class NoteWriter:
         self._vault = view.vault
         self._parts = view.vault.parts
         self.scope = view.scope
+        self.new_ids: set[str] = set()
+        """The notes the last `add_many` stored (the others it returned were live twins)."""
 
     def _pseudonym(self) -> Pseudonym:
         return keyed_pseudonym(self._parts.keyring.index_key(self.scope.tenant).tag)
@@ -125,15 +134,20 @@ class NoteWriter:
                 contexts, displaced = indexer.contexts_for_new(
                     sess, [NewNote(item.row, item.text, item.tokens) for _, item in fresh]
                 )
-            for (_, item), ctx in zip(fresh, contexts, strict=True):
-                item.row.token_count = len(ctx.bm25_tokens(item.tokens))
+        if any(item.extra for _, item in fresh):
+            contexts = [
+                indexer.with_extra(ctx, tenant, item.extra, item.text)
+                for ctx, (_, item) in zip(contexts or [NO_CONTEXT] * len(fresh), fresh, strict=True)
+            ]
+        for (_, item), ctx in zip(fresh, contexts, strict=False):
+            item.row.token_count = len(ctx.bm25_tokens(item.tokens))
         rows = [item.row for _, item in fresh]
         avgdl = corpus.avgdl_with(tenant, namespace, len(rows), sum(r.token_count for r in rows))
         points = self._vault.index_points(
             [(item.row, item.text, item.topics) for _, item in fresh],
             avgdl,
             tokens=[item.tokens for _, item in fresh],
-            contexts=contexts or None,
+            contexts=contexts or [NO_CONTEXT] * len(fresh),  # never read back from SQL
         )
         self._parts.index.upsert(namespace, points)
         self._vault.fault("after_upsert")
@@ -161,6 +175,7 @@ class NoteWriter:
         for i, item in fresh:
             if i not in twin_positions:
                 results[i] = self._vault.decrypt_row(item.row)
+                self.new_ids.add(item.row.id)
         if twins:
             self._resolve_twins(twins, results)
 
@@ -217,6 +232,8 @@ class NoteWriter:
         attrs: dict[str, Any] = {"topics": list(screened.topics), "source": screened.source}
         if session_id is not None:
             attrs["session_id"] = session_id
+        if self._parts.hooks is not None:
+            attrs.update(self._parts.hooks.construct(self.scope, screened.text, kind))
         key_version, text_ct, attrs_ct = self._vault.codec.seal(
             storage, note_id, screened.text, attrs
         )
@@ -253,7 +270,8 @@ class NoteWriter:
             occurred_at=occurred_at,
             index_version=INDEX_VERSION,
         )
-        return Prepared(row, screened.text, screened.topics, tokens)
+        extra: dict[str, Any] = {k: attrs[k] for k in ("keywords", "context") if k in attrs}
+        return Prepared(row, screened.text, screened.topics, tokens, extra)
 
     # -- update -------------------------------------------------------------------------------
 

@@ -69,6 +69,8 @@ class NoteRow(Base):
     session_tag: Mapped[str | None] = mapped_column(String(64), nullable=True)
     occurred_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     index_version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    # A-MEM enrichment of the note: pending | done | failed (NULL: written without A-MEM).
+    enrichment: Mapped[str | None] = mapped_column(String(16), nullable=True)
 
     __table_args__ = (
         Index("ix_notes_scope", "tenant_id", "user_id", "agent_id", "created_at"),
@@ -114,10 +116,31 @@ class LinkRow(Base):
     user_id: Mapped[str] = mapped_column(ID)
     created_at: Mapped[float] = mapped_column(Float)
     kind: Mapped[str] = mapped_column(String(16), default="link", server_default="link")
+    strength: Mapped[float | None] = mapped_column(Float, nullable=True)
 
     __table_args__ = (
         Index("ix_links_dst", "tenant_id", "dst_id"),
         Index("ix_links_user", "tenant_id", "user_id"),
+    )
+
+
+class AmemJobRow(Base):
+    """An A-MEM enrichment still to run for a note (ids, counters and times only)."""
+
+    __tablename__ = "amem_jobs"
+
+    tenant_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    note_id: Mapped[str] = mapped_column(UUID_LEN, primary_key=True)
+    user_id: Mapped[str] = mapped_column(ID)
+    agent_id: Mapped[str] = mapped_column(ID)
+    caller: Mapped[str] = mapped_column(ID)
+    attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    run_after: Mapped[float] = mapped_column(Float)
+    created_at: Mapped[float] = mapped_column(Float)
+
+    __table_args__ = (
+        Index("ix_amem_jobs_due", "tenant_id", "run_after"),
+        Index("ix_amem_jobs_user", "tenant_id", "user_id"),
     )
 
 

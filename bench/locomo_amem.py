@@ -1,0 +1,186 @@
+"""LoCoMo with and without A-MEM, through the vault (`bench.locomo --amem` in the issue).
+
+For each setting, every conversation is ingested into a fresh vault exactly as `bench.locomo`
+does (one user per conversation, turns with their session and date). With A-MEM, each add runs
+construction, same-day merge, evolution and linking with the offline HeuristicJudge, and every
+conversation is consolidated afterwards. A turn absorbed into another note counts as found when
+its survivor is found. Reported: R@10 overall and multi-hop in `full` mode (the 2-hop graph walk
+has links to walk only with A-MEM), notes stored / absorbed / linked, the ingest rate, and the
+p50 of single adds with and without A-MEM.
+
+Run: `.venv/bin/python -m bench.locomo_amem [--limit-convs N]`. Writes
+`bench/out/locomo-amem.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select
+
+from bench._retrieval_data import (
+    CATEGORIES,
+    MetricTable,
+    dedupe,
+    load_locomo,
+    percentile,
+    recall_at,
+)
+from bench.locomo import (
+    AGENT,
+    LIMIT,
+    OUT_DIR,
+    TENANT,
+    MemoEmbedder,
+    open_bench_services,
+    turn_drafts,
+)
+from memvault.scope import Scope
+from memvault.vault.embed import make_embedder
+from memvault.vault.store.models import LinkRow
+
+BATCH = 100
+SINGLE_ADDS = 200
+
+
+def _resolve(moved: dict[str, str], note_id: str) -> str:
+    seen = set()
+    while note_id in moved and note_id not in seen:
+        seen.add(note_id)
+        note_id = moved[note_id]
+    return note_id
+
+
+def run(embedder: MemoEmbedder, convs: list[Any], amem_on: bool, mode: str) -> dict[str, Any]:
+    """Ingest (A-MEM on or off), consolidate (on), then every question in `mode`."""
+    table = MetricTable()
+    with tempfile.TemporaryDirectory(prefix="locomo-amem-") as tmp:
+        services = open_bench_services(embedder, Path(tmp))
+        amem = None
+        if amem_on:
+            from memvault.amem.wiring import install
+
+            amem = install(services, worker=False, scheduler=False)
+        try:
+            moved: dict[str, str] = {}
+            vaults = []
+            started = time.perf_counter()
+            turns = 0
+            for i, conv in enumerate(convs):
+                vault = services.vault.scoped(Scope(TENANT, f"conv{i}", AGENT))
+                drafts = turn_drafts(conv, captions=False, sessions=True)
+                ids: list[str] = []
+                for start in range(0, len(drafts), BATCH):
+                    for note in vault.add_many(drafts[start : start + BATCH]):
+                        ids.append(note.id)
+                        evo = note.evolution or {}
+                        if evo.get("action") in ("MERGE", "EVOLVE", "EXPAND") and evo.get(
+                            "target_id"
+                        ):
+                            moved[note.id] = str(evo["target_id"])
+                turns += len(drafts)
+                vaults.append((vault, dict(zip((t.dia_id for t in conv.turns), ids, strict=True))))
+            ingest_s = time.perf_counter() - started
+            consolidated = 0
+            if amem is not None:
+                from memvault.amem.maintenance import consolidate
+
+                for vault, _ in vaults:
+                    report = consolidate(amem, vault)
+                    consolidated += report.absorbed
+                    moved.update(dict(report.moves))
+            for (vault, note_of), conv in zip(vaults, convs, strict=True):
+                for q in conv.questions:
+                    hits = vault.search(q.text, limit=LIMIT, mode=mode)
+                    ranked = dedupe(h.note.id for h in hits[:LIMIT])
+                    relevant = {_resolve(moved, note_of[d]) for d in q.evidence}
+                    table.add(
+                        (CATEGORIES[q.category], "overall"),
+                        {"recall@10": recall_at(ranked, relevant, 10)},
+                    )
+            live = sum(vault.list_notes(limit=1)[1] for vault, _ in vaults)
+            with services.db.session(TENANT) as sess:
+                links = sess.execute(
+                    select(func.count()).select_from(LinkRow).where(LinkRow.kind == "link")
+                ).scalar_one()
+        finally:
+            services.close()
+    metrics = table.as_dict()
+    return {
+        "mode": mode,
+        "amem": amem_on,
+        "r@10": metrics["overall"]["recall@10"],
+        "multi_hop_r@10": metrics["multi-hop"]["recall@10"],
+        "by_category": {k: v["recall@10"] for k, v in metrics.items()},
+        "turns": turns,
+        "notes_live": live,
+        "absorbed_at_write": len(moved) - consolidated,
+        "absorbed_by_consolidation": consolidated,
+        "links": int(links),
+        "ingest_notes_per_s": turns / ingest_s,
+    }
+
+
+def single_add_p50(embedder: MemoEmbedder, conv: Any, amem_on: bool) -> float:
+    """p50 of one-note adds (a conversation's first turns, with sessions), in ms."""
+    with tempfile.TemporaryDirectory(prefix="locomo-amem-adds-") as tmp:
+        services = open_bench_services(embedder, Path(tmp))
+        if amem_on:
+            from memvault.amem.wiring import install
+
+            install(services, worker=False, scheduler=False)
+        try:
+            vault = services.vault.scoped(Scope(TENANT, "adds", AGENT))
+            drafts = turn_drafts(conv, captions=False, sessions=True)[: SINGLE_ADDS + 20]
+            vault.add_many(drafts[:20])  # warm up
+            times = []
+            for draft in drafts[20:]:
+                started = time.perf_counter()
+                vault.add_many([draft])
+                times.append((time.perf_counter() - started) * 1e3)
+        finally:
+            services.close()
+    return percentile(times, 50)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--limit-convs", type=int, default=0)
+    parser.add_argument("--modes", default="hybrid,full")
+    args = parser.parse_args()
+    convs = load_locomo()
+    if args.limit_convs:
+        convs = convs[: args.limit_convs]
+    results: dict[str, Any] = {"runs": []}
+    with tempfile.TemporaryDirectory(prefix="locomo-models-") as models:
+        embedder = MemoEmbedder(make_embedder("use-m3", data_dir=Path(models)))
+        embedder.inner.embed_query("warm up")
+        for mode in args.modes.split(","):
+            for amem_on in (False, True):
+                r = run(embedder, convs, amem_on, mode)
+                results["runs"].append(r)
+                print(
+                    f"{mode:6s} A-MEM {'on ' if amem_on else 'off'}: R@10 {r['r@10']:.3f} "
+                    f"multi-hop {r['multi_hop_r@10']:.3f}; {r['notes_live']} live notes of "
+                    f"{r['turns']} turns ({r['absorbed_at_write']} absorbed at write, "
+                    f"{r['absorbed_by_consolidation']} by consolidation), {r['links']} links; "
+                    f"ingest {r['ingest_notes_per_s']:.0f} notes/s",
+                    flush=True,
+                )
+        for amem_on in (False, True):
+            p50 = single_add_p50(embedder, convs[0], amem_on)
+            results[f"add_p50_ms_amem_{'on' if amem_on else 'off'}"] = p50
+            print(f"single add p50, A-MEM {'on' if amem_on else 'off'}: {p50:.1f} ms", flush=True)
+    OUT_DIR.mkdir(exist_ok=True)
+    out = OUT_DIR / "locomo-amem.json"
+    out.write_text(json.dumps(results, indent=1))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,179 @@
+"""The durable A-MEM queue: enrichment jobs kept in SQL, run inline or by a background worker.
+
+An add that A-MEM must still enrich leaves one `amem_jobs` row per note (ids, counters and times
+only) and the note's `enrichment` says `pending`. With the offline judge the job usually runs
+inline, before the add answers; with an LLM judge (or when the inline run fails) the worker runs
+it within seconds. Jobs survive a restart; one that keeps failing is retried with backoff and,
+after `MAX_ATTEMPTS`, the note's enrichment says `failed`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from sqlalchemy import delete, select, update
+
+from memvault.errors import NotFound, VaultError
+from memvault.scope import Scope
+from memvault.vault.store.models import AmemJobRow, NoteRow
+
+if TYPE_CHECKING:
+    from memvault.amem.service import Amem
+    from memvault.vault.notes import Note
+
+log = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 5
+POLL_SECONDS = 1.0
+BATCH = 16
+PENDING, DONE, FAILED = "pending", "done", "failed"
+
+
+class AmemJobs:
+    """Enqueue, run and retry enrichment jobs of one deployment."""
+
+    def __init__(self, amem: Amem, clock: Callable[[], float] = time.time) -> None:
+        self._amem = amem
+        self._parts = amem.vault.parts
+        self._clock = clock
+
+    def enqueue(self, tenant: str, rows: list[tuple[str, str, str, str]]) -> None:
+        """One job per (note id, user, storage agent, caller agent); the notes go `pending`."""
+        if not rows:
+            return
+        now = self._clock()
+        with self._parts.db.session(tenant) as sess:
+            for note_id, user, agent, caller in rows:
+                if sess.get(AmemJobRow, (tenant, note_id)) is None:
+                    sess.add(
+                        AmemJobRow(
+                            tenant_id=tenant,
+                            note_id=note_id,
+                            user_id=user,
+                            agent_id=agent,
+                            caller=caller,
+                            attempts=0,
+                            run_after=now,
+                            created_at=now,
+                        )
+                    )
+            sess.execute(
+                update(NoteRow)
+                .where(NoteRow.tenant_id == tenant, NoteRow.id.in_([r[0] for r in rows]))
+                .values(enrichment=PENDING)
+            )
+
+    def finish(self, tenant: str, note_id: str, state: str = DONE) -> None:
+        """Drop the note's job and record its enrichment state."""
+        with self._parts.db.session(tenant) as sess:
+            sess.execute(
+                delete(AmemJobRow).where(
+                    AmemJobRow.tenant_id == tenant, AmemJobRow.note_id == note_id
+                )
+            )
+            sess.execute(
+                update(NoteRow)
+                .where(NoteRow.tenant_id == tenant, NoteRow.id == note_id)
+                .values(enrichment=state)
+            )
+
+    def pending(self, tenant: str) -> int:
+        """Jobs waiting in a tenant."""
+        with self._parts.db.session(tenant) as sess:
+            return len(
+                sess.execute(select(AmemJobRow.note_id).where(AmemJobRow.tenant_id == tenant)).all()
+            )
+
+    def run_due(self, tenant: str, limit: int = BATCH) -> int:
+        """Run up to `limit` due jobs of a tenant; how many finished (done or failed)."""
+        now = self._clock()
+        with self._parts.db.session(tenant) as sess:
+            jobs = list(
+                sess.execute(
+                    select(AmemJobRow)
+                    .where(AmemJobRow.tenant_id == tenant, AmemJobRow.run_after <= now)
+                    .order_by(AmemJobRow.run_after)
+                    .limit(limit)
+                ).scalars()
+            )
+            for job in jobs:
+                sess.expunge(job)
+        finished = 0
+        for job in jobs:
+            finished += self._run_one(job)
+        return finished
+
+    def _run_one(self, job: AmemJobRow) -> int:
+        view_scope = Scope(job.tenant_id, job.user_id, job.caller)
+        try:
+            view = self._amem.vault.scoped(view_scope)
+            note: Note = view.get(job.note_id)
+        except (NotFound, VaultError):
+            self.finish(job.tenant_id, job.note_id, FAILED)  # gone, or its scope erased
+            return 1
+        try:
+            self._amem.enrich(view, note)
+        except Exception as exc:  # the model, the index: retried with backoff, never the text
+            log.warning(
+                "A-MEM enrichment failed (attempt %d): %s", job.attempts + 1, type(exc).__name__
+            )
+            attempts = job.attempts + 1
+            if attempts >= MAX_ATTEMPTS:
+                self.finish(job.tenant_id, job.note_id, FAILED)
+                return 1
+            with self._parts.db.session(job.tenant_id) as sess:
+                sess.execute(
+                    update(AmemJobRow)
+                    .where(AmemJobRow.tenant_id == job.tenant_id, AmemJobRow.note_id == job.note_id)
+                    .values(attempts=attempts, run_after=self._clock() + 2.0**attempts)
+                )
+            return 0
+        self.finish(job.tenant_id, job.note_id, DONE)
+        return 1
+
+
+class AmemWorker:
+    """A daemon thread that runs due jobs of every tenant every `POLL_SECONDS`."""
+
+    def __init__(self, jobs: AmemJobs, tenants: Callable[[], list[str]]) -> None:
+        self._jobs = jobs
+        self._tenants = tenants
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="amem-worker", daemon=True)
+            self._thread.start()
+
+    def wake(self) -> None:
+        """Run soon (a job was just queued)."""
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+
+    def run_once(self) -> int:
+        """One pass over every tenant; how many jobs finished."""
+        done = 0
+        for tenant in self._tenants():
+            try:
+                done += self._jobs.run_due(tenant)
+            except Exception as exc:  # one tenant never stops the others
+                log.warning("A-MEM worker pass failed: %s", type(exc).__name__)
+        return done
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self.run_once()
+            self._wake.wait(POLL_SECONDS)
+            self._wake.clear()

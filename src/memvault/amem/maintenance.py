@@ -1,0 +1,187 @@
+"""Daily consolidation and the quality scan, each on one scope's decrypted view.
+
+- `consolidate(amem, view)`: the caller's own notes (its storage scope: never the shared scope,
+  never another agent's), grouped by category, near-duplicates merged into the oldest; absorbed
+  notes are soft-deleted and their links move to the survivor. Knowledge and shared notes are
+  never merged. Running it again changes nothing.
+- `quality_scan(view)`: flags `too_short`, `expired_ephemeral` and `pending_conflict` notes as
+  `low_quality`; `review(view)` renders the flagged ones as an Obsidian review batch.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING
+
+from sqlalchemy import select
+
+from memvault.amem.attrs import append_history, set_flags, update_attrs
+from memvault.amem.consolidate import merged_text, plan_consolidation
+from memvault.amem.quality import QualityFlag, scan
+from memvault.amem.review import review_markdown
+from memvault.amem.thresholds import thresholds_for
+from memvault.amem.views import NoteView
+from memvault.scope import SHARED_AGENT, Scope
+from memvault.vault.links import cascade_links
+from memvault.vault.notes import Note
+from memvault.vault.store.models import NoteRow
+
+if TYPE_CHECKING:
+    from memvault.amem.service import Amem
+    from memvault.vault.service import ScopedVault
+
+PAGE = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class ConsolidationReport:
+    """What one consolidation did: groups merged and notes absorbed into their survivors."""
+
+    scopes: int = 0
+    groups: int = 0
+    absorbed: int = 0
+    moves: tuple[tuple[str, str], ...] = ()
+    """(absorbed note id, survivor id) for every note absorbed."""
+
+    def __add__(self, other: ConsolidationReport) -> ConsolidationReport:
+        return ConsolidationReport(
+            self.scopes + other.scopes,
+            self.groups + other.groups,
+            self.absorbed + other.absorbed,
+            self.moves + other.moves,
+        )
+
+
+def own_notes(view: ScopedVault) -> list[Note]:
+    """Every live note the caller reads (its own, shared ones, those it was made a reader of)."""
+    notes: list[Note] = []
+    offset = 0
+    while True:
+        page, total = view.list_notes(limit=PAGE, offset=offset)
+        notes.extend(page)
+        offset += len(page)
+        if not page or offset >= total:
+            return notes
+
+
+def as_views(view: ScopedVault, notes: Sequence[Note]) -> list[NoteView]:
+    """A-MEM views of notes with their vectors (embedded by the vault's cached embedder)."""
+    agent = view.scope.agent
+    vectors = view.vault.parts.embedder.embed_documents(view.scope, [n.text for n in notes])
+    return [
+        NoteView(
+            id=n.id,
+            text=n.text,
+            created_at=n.created_at,
+            note_type=n.note_type,
+            category=n.category,
+            keywords=n.keywords,
+            tags=n.tags,
+            context=n.context,
+            shared=n.agent == SHARED_AGENT,
+            writable=agent in n.writers or "*" in n.writers,
+            ephemeral="ephemeral" in n.flags,
+            conflict="conflict" in n.flags,
+            vector=vector.tolist(),
+        )
+        for n, vector in zip(notes, vectors, strict=True)
+    ]
+
+
+def consolidate(amem: Amem, view: ScopedVault) -> ConsolidationReport:
+    """Merge the caller's near-duplicate notes, category by category (idempotent)."""
+    notes = [n for n in own_notes(view) if n.agent == view.scope.agent]
+    if len(notes) < 2:
+        return ConsolidationReport(scopes=1)
+    views = as_views(view, notes)
+    by_id = {v.id: v for v in views}
+    threshold = thresholds_for(view.vault.parts.embedder.model_id).consolidate
+    groups = plan_consolidation(views, threshold)
+    judge = amem.judge_for(view.scope.tenant)
+    absorbed = 0
+    moves: list[tuple[str, str]] = []
+    for group in groups:
+        survivor = by_id[group.survivor_id]
+        gone = [by_id[i] for i in group.absorbed_ids]
+        text = merged_text(survivor, gone, judge)
+        if text != survivor.text:
+            view.update(survivor.id, text=text)
+        entry = {
+            "at": time.time(),
+            "action": "CONSOLIDATE",
+            "absorbed": list(group.absorbed_ids),
+            "previous": survivor.text,
+        }
+        update_attrs(view, survivor.id, partial(append_history, entry=entry))
+        tenant = view.scope.tenant
+        with view.vault.parts.db.session(tenant) as sess:
+            for note in gone:
+                cascade_links(sess, tenant, note.id, survivor.id)
+        for note in gone:
+            view.delete(note.id)
+            absorbed += 1
+            moves.append((note.id, survivor.id))
+    return ConsolidationReport(1, len(groups), absorbed, tuple(moves))
+
+
+def scopes_of(amem: Amem, tenant: str) -> list[Scope]:
+    """The (tenant, user, agent) scopes holding private notes of a tenant."""
+    with amem.vault.parts.db.session(tenant) as sess:
+        rows = sess.execute(
+            select(NoteRow.user_id, NoteRow.agent_id)
+            .where(NoteRow.tenant_id == tenant, NoteRow.agent_id != SHARED_AGENT)
+            .group_by(NoteRow.user_id, NoteRow.agent_id)
+            .order_by(NoteRow.user_id, NoteRow.agent_id)
+        ).all()
+    return [Scope(tenant, user, agent) for user, agent in rows]
+
+
+def consolidate_tenant(
+    amem: Amem, tenant: str, progress: Callable[[int], None] | None = None
+) -> ConsolidationReport:
+    """Consolidate every scope of a tenant, each on its own decrypted view."""
+    total = ConsolidationReport()
+    for scope in scopes_of(amem, tenant):
+        total = total + consolidate(amem, amem.vault.scoped(scope))
+        if progress is not None:
+            progress(1)
+    return total
+
+
+def flagged(view: ScopedVault, now: float | None = None) -> Iterator[tuple[Note, QualityFlag]]:
+    """The caller's notes the quality scan flags, with their reasons."""
+    notes = own_notes(view)
+    by_id = {n.id: n for n in notes}
+    views = [
+        NoteView(
+            id=n.id,
+            text=n.text,
+            created_at=n.created_at,
+            note_type=n.note_type,
+            ephemeral="ephemeral" in n.flags,
+            conflict="conflict" in n.flags,
+        )
+        for n in notes
+    ]
+    for flag in scan(views, time.time() if now is None else now):
+        yield by_id[flag.note_id], flag
+
+
+def quality_scan(view: ScopedVault) -> list[QualityFlag]:
+    """Flag the caller's low-quality notes (`low_quality`); the flags found."""
+    found = [flag for _, flag in flagged(view)]
+    set_flags(view, [f.note_id for f in found], low_quality=1)
+    return found
+
+
+def review(view: ScopedVault) -> str:
+    """An Obsidian-compatible markdown review batch of the caller's flagged notes."""
+    pairs = [
+        (NoteView(id=n.id, text=n.text, created_at=n.created_at, note_type=n.note_type), flag)
+        for n, flag in flagged(view)
+    ]
+    label = f"{view.scope.user}/{view.scope.agent}"
+    return review_markdown(pairs, generated_at=time.time(), scope_label=label)

@@ -1,0 +1,27 @@
+"""What a layer above the vault adds to its writes (A-MEM), without the vault importing it.
+
+`memvault.amem.wiring.install` sets `VaultParts.hooks`; the vault calls:
+- `construct` while a new note is prepared (before it is sealed), for sealed attributes;
+- `after_add` once the add is durable, with the notes the add stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from memvault.scope import Scope
+from memvault.vault.notes import Note
+
+if TYPE_CHECKING:
+    from memvault.vault.service import ScopedVault
+
+
+class NoteHooks(Protocol):
+    """Write hooks of a layer above the vault."""
+
+    def construct(self, scope: Scope, text: str, note_type: str) -> dict[str, Any]:
+        """Sealed attributes of a new note, from its screened text (may be empty)."""
+
+    def after_add(self, view: ScopedVault, notes: Sequence[Note], new_ids: set[str]) -> list[Note]:
+        """Run after an add is durable; returns the notes (possibly annotated), in order."""
