@@ -15,9 +15,10 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from memvault.amem.attrs import append_history, set_flags, update_attrs
+from memvault.amem.consolidate import merged_text
 from memvault.amem.judge import Judge
 from memvault.amem.thresholds import AmemThresholds
-from memvault.amem.views import Candidate
+from memvault.amem.views import Candidate, NoteView
 from memvault.scope import SHARED_AGENT
 from memvault.vault.links import cascade_links, put_link
 from memvault.vault.notes import Note
@@ -92,8 +93,9 @@ class AmemPipeline:
         if same_day:  # a same-day duplicate merges, unless the judge sees a contradiction
             target = same_day[0]
             decision = self._judge.evolve(note.text, target.candidate(1))
-            if decision.action != "CONFLICT":
-                self._absorb(note, target, "MERGE", None)
+            if decision.action != "CONFLICT":  # the survivor keeps what the duplicate adds
+                text = merged_text(_view(target.note), [_view(note)], self._judge)
+                self._absorb(note, target, "MERGE", text)
                 return Outcome("MERGE", target.note.id)
             set_flags(self._view, [note.id, target.note.id], conflict=1)
             return Outcome("CONFLICT", target.note.id, self._link(note, near))
@@ -199,3 +201,7 @@ class AmemPipeline:
                 return attrs
 
             update_attrs(self._view, n.note.id, change, screen=True)
+
+
+def _view(note: Note) -> NoteView:
+    return NoteView(id=note.id, text=note.text, created_at=note.created_at)
