@@ -8,22 +8,20 @@ from typing import Literal
 from fastapi import APIRouter, Depends, Response
 from pydantic import BaseModel, Field
 
+from memvault.amem.dialogue import MAX_CONTENT_CHARS, MAX_MESSAGES
 from memvault.amem.service import Amem
 from memvault.amem.wiring import installed
 from memvault.api.deps import AgentDep, ScopedVaultDep, ServicesDep, only_query_params
 from memvault.api.schemas import Strict, Text
 from memvault.errors import Conflict
 from memvault.vault.factory import Services
-from memvault.vault.fields import MAX_TEXT_CHARS
 
 router = APIRouter(tags=["a-mem"])
-
-MAX_MESSAGES = 200
 
 
 class DialogueMessage(Strict):
     role: Literal["user", "assistant", "system", "tool"]
-    content: Text = Field(max_length=MAX_TEXT_CHARS)
+    content: Text = Field(max_length=MAX_CONTENT_CHARS)
 
 
 class DialogueIn(Strict):

@@ -53,6 +53,13 @@ class _Tally:
     failed: int = 0
 
 
+def known_tenants(vault: Vault) -> list[str]:
+    """Every tenant of the data store, plus any namespace the index holds (Mode A: a namespace
+    is a tenant; it may outlive its tenant row, or come before it)."""
+    parts = vault.parts
+    return sorted(set(parts.db.tenant_ids()) | set(parts.index.namespaces()))
+
+
 class Reconciler:
     """Brings SQL (the source of truth) and the vector index back into agreement."""
 
@@ -62,8 +69,7 @@ class Reconciler:
 
     def tenants(self) -> list[str]:
         """Tenants in the table, plus any namespace the index holds (orphans of a lost tenant)."""
-        known = set(self._parts.db.tenant_ids())
-        return sorted(known | set(self._parts.index.namespaces()))
+        return known_tenants(self._vault)
 
     def run(self, grace_seconds: float = 60.0) -> ReconcileReport:
         """Repair every tenant; rows younger than `grace_seconds` may still be in flight."""

@@ -71,9 +71,10 @@ class Reindexer:
         return self._parts.embedder.model_id
 
     def tenants(self) -> list[str]:
-        """Every tenant of the data store, plus any namespace the index holds (Mode A: a
-        namespace is a tenant; notes written before their tenant row, as tests do)."""
-        return sorted(set(self._parts.db.tenant_ids()) | set(self._parts.index.namespaces()))
+        """Every tenant with notes or vectors (`reconcile.known_tenants`)."""
+        from memvault.vault.reconcile import known_tenants
+
+        return known_tenants(self._vault)
 
     def status(self, tenants: list[str] | None = None) -> IndexStatus:
         """Stale notes per tenant (tenants without stale notes are left out)."""

@@ -121,24 +121,36 @@ def latest_before(
 ) -> NoteRow | None:
     """The live note of the session just before `key` in event order (the last one when `key`
     is None); `exclude` leaves one id out (a note being deleted)."""
-    event = _event_expr()
-    where = _session_rows(storage, tag)
-    if key is not None:
-        where.append(or_(event < key[0], and_(event == key[0], NoteRow.id < key[1])))
-    if exclude:
-        where.append(NoteRow.id != exclude)
-    statement = select(NoteRow).where(*where).order_by(event.desc(), NoteRow.id.desc()).limit(1)
-    return sess.execute(statement).scalar_one_or_none()
+    return _adjacent(sess, storage, tag, key, exclude, after=False)
 
 
 def first_after(
     sess: Session, storage: Scope, tag: str, key: tuple[float, str], *, exclude: str = ""
 ) -> NoteRow | None:
     """The live note of the session just after `key` in event order (its successor)."""
+    return _adjacent(sess, storage, tag, key, exclude, after=True)
+
+
+def _adjacent(
+    sess: Session,
+    storage: Scope,
+    tag: str,
+    key: tuple[float, str] | None,
+    exclude: str,
+    *,
+    after: bool,
+) -> NoteRow | None:
+    """The nearest live note of the session on one side of `key` (any note when None)."""
     event = _event_expr()
     where = _session_rows(storage, tag)
-    where.append(or_(event > key[0], and_(event == key[0], NoteRow.id > key[1])))
+    if key is not None:
+        when, ident = key
+        if after:
+            where.append(or_(event > when, and_(event == when, NoteRow.id > ident)))
+        else:
+            where.append(or_(event < when, and_(event == when, NoteRow.id < ident)))
     if exclude:
         where.append(NoteRow.id != exclude)
-    statement = select(NoteRow).where(*where).order_by(event.asc(), NoteRow.id.asc()).limit(1)
+    order = (event.asc(), NoteRow.id.asc()) if after else (event.desc(), NoteRow.id.desc())
+    statement = select(NoteRow).where(*where).order_by(*order).limit(1)
     return sess.execute(statement).scalar_one_or_none()
