@@ -121,7 +121,7 @@ def consolidate(amem: Amem, view: ScopedVault) -> ConsolidationReport:
             for note in gone:
                 cascade_links(sess, tenant, note.id, survivor.id)
         for note in gone:
-            view.delete(note.id)
+            view.absorb(note.id, survivor.id)
             absorbed += 1
             moves.append((note.id, survivor.id))
     return ConsolidationReport(1, len(groups), absorbed, tuple(moves))

@@ -159,7 +159,7 @@ class AmemPipeline:
         )
         with self._parts.db.session(self._view.scope.tenant) as sess:
             cascade_links(sess, self._view.scope.tenant, note.id, target.note.id)
-        self._view.delete(note.id)
+        self._view.absorb(note.id, target.note.id)
 
     def _link(self, note: Note, near: Sequence[Near]) -> int:
         """Ask the judge which candidates above the link threshold to link; link both ways

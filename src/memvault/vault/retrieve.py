@@ -111,6 +111,7 @@ class HybridRetriever:
             fusion = fusion_for(embedder.model_id, fusion_method).for_query(query)
             ranges = query_ranges(query, self._parts.clock()) if fusion.date else []
             hits = search_fused(index, namespace, dense, sparse, where, fetch, fusion, ranges)
+        hits = follow_aliases(hits)
         if mode == "full":
             results = self._full(hits, limit, dense or [], where)
         else:
@@ -204,6 +205,22 @@ class HybridRetriever:
         passing = [h for h in gated if h.score >= gate and h.id in hop_of]
         passing.sort(key=lambda h: (hop_of.get(h.id, GRAPH_HOPS + 1), -h.score))
         return passing[:GRAPH_MAX_EXTRA]
+
+
+def follow_aliases(hits: Sequence[Hit]) -> list[Hit]:
+    """Hits with every absorbed note's point replaced by its survivor (`alias_of` in the
+    payload, set when A-MEM folds a note into another of its scope), each note once, at its
+    best rank. The survivor's row is then read and scope-checked like any hit's."""
+    out: list[Hit] = []
+    seen: set[str] = set()
+    for hit in hits:
+        alias = hit.payload.get("alias_of")
+        target = alias if isinstance(alias, str) and alias else hit.id
+        if target in seen:
+            continue
+        seen.add(target)
+        out.append(hit if target == hit.id else Hit(target, hit.score, hit.payload))
+    return out
 
 
 def query_ranges(query: str, now: float) -> list[tuple[float, float]]:

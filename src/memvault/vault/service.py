@@ -309,6 +309,12 @@ class ScopedVault:
         with self._guarded():
             self._writer().delete(note_id, purge=purge)
 
+    def absorb(self, note_id: str, survivor_id: str) -> None:
+        """Soft-delete a note folded into `survivor_id` (same storage scope, both writable);
+        a search matching the absorbed note's point returns the survivor instead."""
+        with self._guarded():
+            self._writer().delete(note_id, alias_of=survivor_id)
+
     def link(self, source_id: str, target_id: str) -> None:
         """Link two notes the caller can read and write (same tenant and user by construction)."""
         with self._guarded():

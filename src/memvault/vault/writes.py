@@ -392,13 +392,27 @@ class NoteWriter:
 
     # -- delete and purge ----------------------------------------------------------------------
 
-    def delete(self, note_id: str, *, purge: bool = False) -> None:
-        """Soft delete (hidden from search and reads), or purge the row and then the vector."""
+    def delete(self, note_id: str, *, purge: bool = False, alias_of: str | None = None) -> None:
+        """Soft delete (hidden from search and reads), or purge the row and then the vector.
+
+        `alias_of` (A-MEM's absorption, soft delete only): the note was folded into that live
+        note of the same storage scope, so its point stays searchable as an alias: a search that
+        matches it returns the survivor (`retrieve.follow_aliases`), re-checked in SQL like any
+        hit. The note itself is never returned again.
+        """
         with self._vault.note_lock(note_id):
             row = self._view.writable_row(note_id, include_inactive=purge)
             if purge:
                 self.purge(row)
                 return
+            alias: dict[str, Any] | None = None
+            if alias_of is not None:
+                survivor = self._view.writable_row(alias_of)
+                if survivor.id == row.id or self._vault.row_scope(
+                    survivor
+                ) != self._vault.row_scope(row):
+                    raise InvalidRequest("a note is absorbed only into another of its own scope")
+                alias = {"alias_of": survivor.id}
             with self._parts.db.session(row.tenant_id) as sess:
                 sess.execute(
                     scoped_update(
@@ -408,7 +422,7 @@ class NoteWriter:
                         updated_at=self._parts.clock(),
                     )
                 )
-            self._parts.index.set_payload(self._view.namespace, [row.id], {"is_active": 0})
+            self._parts.index.set_payload(self._view.namespace, [row.id], alias or {"is_active": 0})
             SessionIndexer(self._vault).refresh_successor(row, removed=True)
 
     def purge(self, row: NoteRow) -> None:

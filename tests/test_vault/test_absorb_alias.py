@@ -1,0 +1,108 @@
+"""An absorbed note's point stays searchable as an alias of its survivor (issue 9).
+
+A-MEM folds a note into another of its scope (`ScopedVault.absorb`): the absorbed note is
+soft-deleted, and a search that matches its point returns the survivor, re-checked in SQL like
+any hit. The absorbed note itself is never returned again, and an alias never widens what a
+caller can read.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from memvault.errors import InvalidRequest, NotFound
+from memvault.scope import Scope
+from memvault.vault.index.base import Hit
+from memvault.vault.retrieve import SEARCH_MODES, follow_aliases
+from tests.conftest import ServicesFactory
+
+ABSORBED = "Priya's violin teacher moved her lessons to Thursday evenings at the conservatory"
+SURVIVOR = "Quarterly tax filing for the bakery is due at the end of the month"
+OTHER = "The garden shed needs a new padlock before the winter storms arrive"
+
+
+def test_follow_aliases_maps_to_the_survivor_once_at_its_best_rank() -> None:
+    hits = [
+        Hit("x", 0.9, {"alias_of": "s"}),
+        Hit("a", 0.8, {}),
+        Hit("s", 0.7, {}),
+        Hit("y", 0.6, {"alias_of": "a"}),
+        Hit("b", 0.5, {"alias_of": ""}),  # malformed: the hit stands for itself
+    ]
+    out = follow_aliases(hits)
+    assert [(h.id, h.score) for h in out] == [("s", 0.9), ("a", 0.8), ("b", 0.5)]
+
+
+@pytest.mark.parametrize("mode", SEARCH_MODES)
+def test_a_search_matching_an_absorbed_note_returns_its_survivor(
+    make_services: ServicesFactory, backend: str, mode: str
+) -> None:
+    services = make_services(backend)
+    services.tenants.create("t1")
+    view = services.vault.scoped(Scope("t1", "alice", "planner"))
+    survivor = view.add(SURVIVOR)
+    absorbed = view.add(ABSORBED)
+    view.add(OTHER)
+    before = view.search(ABSORBED, limit=1, mode=mode)
+    assert [h.note.id for h in before] == [absorbed.id]
+
+    view.absorb(absorbed.id, survivor.id)
+
+    hits = view.search(ABSORBED, limit=3, mode=mode)
+    ids = [h.note.id for h in hits]
+    assert ids[0] == survivor.id  # the survivor ranks where the absorbed note did
+    if mode != "full":  # the same point matched (full mode's heat moves with the hits)
+        assert hits[0].score == pytest.approx(before[0].score, abs=1e-6)
+    assert absorbed.id not in ids
+    assert len(ids) == len(set(ids))
+    with pytest.raises(NotFound):
+        view.get(absorbed.id)
+
+
+def test_an_alias_never_returns_a_survivor_the_caller_cannot_read(
+    make_services: ServicesFactory, backend: str
+) -> None:
+    services = make_services(backend)
+    services.tenants.create("t1")
+    planner = services.vault.scoped(Scope("t1", "alice", "planner"))
+    coder = services.vault.scoped(Scope("t1", "alice", "coder"))
+    survivor = planner.add(SURVIVOR)  # the planner's alone
+    absorbed = planner.add(ABSORBED, readers=["coder"])  # the coder could read this one
+    assert [h.note.id for h in coder.search(ABSORBED, limit=3)] == [absorbed.id]
+
+    planner.absorb(absorbed.id, survivor.id)
+
+    assert coder.search(ABSORBED, limit=3) == []  # the alias leads to a note it cannot read
+    assert planner.search(ABSORBED, limit=1)[0].note.id == survivor.id
+
+
+def test_an_alias_of_a_purged_survivor_returns_nothing(
+    make_services: ServicesFactory, backend: str
+) -> None:
+    services = make_services(backend)
+    services.tenants.create("t1")
+    view = services.vault.scoped(Scope("t1", "alice", "planner"))
+    survivor = view.add(SURVIVOR)
+    absorbed = view.add(ABSORBED)
+    view.absorb(absorbed.id, survivor.id)
+    view.delete(survivor.id, purge=True)
+    assert view.search(ABSORBED, limit=3, mode="dense") == []
+
+
+def test_absorb_stays_inside_one_storage_scope(
+    make_services: ServicesFactory, backend: str
+) -> None:
+    services = make_services(backend)
+    services.tenants.create("t1")
+    planner = services.vault.scoped(Scope("t1", "alice", "planner"))
+    mine = planner.add(ABSORBED)
+    shared = planner.add(SURVIVOR, visibility="shared")
+    with pytest.raises(InvalidRequest):
+        planner.absorb(mine.id, shared.id)
+    with pytest.raises(InvalidRequest):
+        planner.absorb(mine.id, mine.id)
+    bob = services.vault.scoped(Scope("t1", "bob", "planner"))
+    bobs = bob.add(SURVIVOR)
+    with pytest.raises(NotFound):  # another user's note does not exist for the caller
+        planner.absorb(mine.id, bobs.id)
+    assert planner.get(mine.id).id == mine.id  # nothing changed
