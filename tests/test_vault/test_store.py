@@ -8,7 +8,13 @@ from sqlalchemy import func, select, text
 from memvault.scope import Scope
 from memvault.vault.store.database import Database
 from memvault.vault.store.models import ApiKeyRow, NoteRow
-from memvault.vault.store.scoping import OwnedBy, ReadableBy, member_list, scoped_select
+from memvault.vault.store.scoping import (
+    OwnedBy,
+    ReadableBy,
+    member_list,
+    scoped_select,
+    scoped_select_ids,
+)
 from tests.conftest import (
     ServicesFactory,
     app_role_url,
@@ -106,11 +112,15 @@ def test_postgres_schema_isolated_per_database_object() -> None:
         drop_schema(url, schema)
 
 
-def test_sqlite_planner_uses_primary_key_to_hydrate_ids(make_services: ServicesFactory) -> None:
+@pytest.mark.parametrize("n_ids", [2, 30, 200])
+def test_sqlite_planner_uses_primary_key_to_hydrate_ids(
+    make_services: ServicesFactory, n_ids: int
+) -> None:
+    # 30 is a full-mode search's candidate list: with the plain scope clause SQLite chose
+    # (tenant_id, user_id) of ix_notes_dedup there and scanned the user's notes.
     services = make_services("sqlite")
-    query = scoped_select(
-        ReadableBy(Scope("t1", "u1", "a1")), NoteRow.id.in_(["x", "y"]), NoteRow.status == "active"
-    )
+    ids = [f"00000000-0000-7000-8000-{i:012d}" for i in range(n_ids)]
+    query = scoped_select_ids(ReadableBy(Scope("t1", "u1", "a1")), ids, NoteRow.status == "active")
     sql = str(query.compile(services.db.engine, compile_kwargs={"literal_binds": True}))
     with services.db.engine.connect() as conn:
         plan = " ".join(str(row[-1]) for row in conn.execute(text("EXPLAIN QUERY PLAN " + sql)))

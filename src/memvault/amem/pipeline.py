@@ -129,7 +129,7 @@ class AmemPipeline:
         if not hits:
             return []
         with self._parts.db.session(scope.tenant) as sess:
-            rows = self._view.live_rows(sess, NoteRow.id.in_([h.id for h in hits]))
+            rows = self._view.live_rows(sess, [h.id for h in hits])
         # Only notes written before this one: a job run late must not fold an older note into
         # a newer one (ids are time-ordered and monotonic).
         return [

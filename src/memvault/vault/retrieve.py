@@ -17,7 +17,7 @@ from memvault.vault.links import linked_ids, note_has_links
 from memvault.vault.notes import SearchHit
 from memvault.vault.ranking import FUSION_METHODS, Fusion, search_fused
 from memvault.vault.store.models import NoteRow
-from memvault.vault.store.scoping import scoped_select
+from memvault.vault.store.scoping import scoped_select_ids
 from memvault.vault.text import SparseEncoder, heat_boost
 
 if TYPE_CHECKING:
@@ -134,8 +134,8 @@ class HybridRetriever:
         view.check_hits(hits)
         if not hits:
             return []
-        statement = scoped_select(
-            view.readable, NoteRow.id.in_([h.id for h in hits]), *view.live_clause()
+        statement = scoped_select_ids(
+            view.readable, [h.id for h in hits], *view.live_clause()
         ).add_columns(note_has_links())
         with self._parts.db.session(view.scope.tenant) as sess:
             found = sess.execute(statement).all()
@@ -170,11 +170,7 @@ class HybridRetriever:
             if not frontier:
                 break
             linked = linked_ids(scope.tenant, scope.user, frontier)
-            found = {
-                k: r
-                for k, r in self._view.live_rows(sess, NoteRow.id.in_(linked)).items()
-                if k not in seen
-            }
+            found = {k: r for k, r in self._view.live_rows(sess, linked).items() if k not in seen}
             if not found:
                 break
             frontier = sorted(found)

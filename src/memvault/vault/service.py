@@ -54,7 +54,12 @@ from memvault.vault.screen_gate import ScreenGate
 from memvault.vault.sessions import IndexContext
 from memvault.vault.store.database import Database
 from memvault.vault.store.models import NoteRow
-from memvault.vault.store.scoping import ReadableBy, parse_member_list, scoped_select
+from memvault.vault.store.scoping import (
+    ReadableBy,
+    parse_member_list,
+    scoped_select,
+    scoped_select_ids,
+)
 from memvault.vault.text import SparseEncoder
 
 if TYPE_CHECKING:
@@ -282,7 +287,7 @@ class ScopedVault:
             row = self.readable_row(note_id)
             with self._parts.db.session(self.scope.tenant) as sess:
                 found = links_of(sess, row.tenant_id, row.user_id, row.id)
-                readable = self.live_rows(sess, NoteRow.id.in_([f[0] for f in found]))
+                readable = self.live_rows(sess, [f[0] for f in found])
             return [f for f in found if f[0] in readable]
 
     def update(
@@ -399,7 +404,7 @@ class ScopedVault:
         if not ids:
             return []
         with self._parts.db.session(self.scope.tenant) as sess:
-            rows = self.live_rows(sess, NoteRow.id.in_(ids))
+            rows = self.live_rows(sess, ids)
         results = []
         for hit in hits:
             row = rows.get(hit.id)
@@ -416,9 +421,10 @@ class ScopedVault:
             if payload.get("user_id") != user or not set(readers) & set(payload.get("readers", [])):
                 raise ScopeViolation("the index returned a point outside the caller's scopes")
 
-    def live_rows(self, sess: Any, *where: Any) -> dict[str, NoteRow]:
-        """Rows the caller may read now (live, in its scopes) matching `where`, in one statement."""
-        statement = scoped_select(self.readable, *where, *self.live_clause())
+    def live_rows(self, sess: Any, ids: Sequence[str]) -> dict[str, NoteRow]:
+        """The rows with these ids the caller may read now (live, in its scopes): one statement,
+        planned as primary-key lookups."""
+        statement = scoped_select_ids(self.readable, ids, *self.live_clause())
         return {r.id: r for r in sess.execute(statement).scalars()}
 
     def note_of(self, row: NoteRow) -> Note:

@@ -7,6 +7,7 @@ without one, so an unscoped read is not expressible through this module.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -44,10 +45,13 @@ class ReadableBy:
     def tenant(self) -> str:
         return self.scope.tenant
 
-    def clause(self) -> ColumnElement[bool]:
+    def clause(self, *, by_id: bool = False) -> ColumnElement[bool]:
+        """The rule as SQL. `by_id`: the statement also selects by `id IN (...)`, so the user
+        test is written so no index can serve it, leaving the primary key as the only plan."""
+        user = (NoteRow.user_id + "") if by_id else NoteRow.user_id
         return and_(
             NoteRow.tenant_id == self.scope.tenant,
-            NoteRow.user_id == self.scope.user,
+            user == self.scope.user,
             or_(
                 NoteRow.readers.contains(f"|{self.scope.agent}|", autoescape=True),
                 NoteRow.readers.contains(f"|{WILDCARD_READER}|", autoescape=True),
@@ -92,6 +96,19 @@ class OwnedBy:
 def scoped_select(scope: ScopeClause, *where: ColumnElement[bool]) -> Select[NoteRow]:
     """SELECT notes restricted to `scope`, ANDed with the caller's filters."""
     return select(NoteRow).where(scope.clause(), *where)
+
+
+def scoped_select_ids(
+    scope: ReadableBy, ids: Sequence[str], *where: ColumnElement[bool]
+) -> Select[NoteRow]:
+    """SELECT the notes with these ids restricted to `scope`, planned as primary-key lookups.
+
+    With a long id list SQLite's planner may prefer the (tenant_id, user_id) prefix of
+    `ix_notes_dedup` over the primary key and scan every note of the user: 2.6-3.1 ms for the
+    30 candidates of a `full` search in a 1,000-note scope, growing with the scope. The user
+    test is kept, in a form no index serves.
+    """
+    return select(NoteRow).where(NoteRow.id.in_(list(ids)), scope.clause(by_id=True), *where)
 
 
 def scoped_update(scope: ScopeClause, *where: ColumnElement[bool], **values: Any) -> Update:
