@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, select
+from sqlalchemy import CompoundSelect, func, select
 
 from memvault.errors import InvalidRequest, NotFound, PermissionDenied, ScopeViolation
 from memvault.keyring import Keyring
@@ -421,7 +421,7 @@ class ScopedVault:
             if payload.get("user_id") != user or not set(readers) & set(payload.get("readers", [])):
                 raise ScopeViolation("the index returned a point outside the caller's scopes")
 
-    def live_rows(self, sess: Any, ids: Sequence[str]) -> dict[str, NoteRow]:
+    def live_rows(self, sess: Any, ids: Sequence[str] | CompoundSelect) -> dict[str, NoteRow]:
         """The rows with these ids the caller may read now (live, in its scopes): one statement,
         planned as primary-key lookups."""
         statement = scoped_select_ids(self.readable, ids, *self.live_clause())
