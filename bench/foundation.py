@@ -77,7 +77,7 @@ class Sizes:
 
 FULL = Sizes(
     add_rounds=300,
-    checkpoints=(10_000, 100_000),
+    checkpoints=(10_000, 50_000, 100_000),
     null_up_to=10_000,
     queries=200,
     mem0_sizes=(1_000, 5_000),
@@ -479,12 +479,13 @@ def print_report(results: dict[str, Any], emit: Callable[[str], None] = print) -
         f"{results['machine']['cores']} cores; load avg {results['load_average_start']} -> "
         f"{results['load_average_end']}"
     )
-    add = results["add_latency"]
-    emit("\n1. single add (ms)                    p50      p95")
+    add = results.get("add_latency", {})
+    if add:
+        emit("\n1. single add (ms)                    p50      p95")
     for key, value in add.items():
         if not key.startswith("encryption_ratio"):
             emit(f"   {key:<32}{fmt(value)}")
-    for screen in ("on", "off"):
+    for screen in ("on", "off") if add else ():
         emit(
             f"   AES-GCM vs null cipher, screen {screen:<3}: "
             f"{overhead(add[f'encryption_ratio/screen-{screen}'])}"
@@ -518,11 +519,13 @@ def print_report(results: dict[str, Any], emit: Callable[[str], None] = print) -
             emit(f"     part: {key:<28}{fmt(value)}")
     if scale.get("stopped_early_after_budget_s"):
         emit(f"   filling stopped at the {scale['stopped_early_after_budget_s']:.0f} s budget")
+    if "mem0" not in results:
+        return
     emit(
         "\n3. mem0-comparable (10 users, look-alike facts; mem0 2.2.1: add p50 3.5 ms, 278/s; "
         "search p50 72 ms at 10x1k, 351/602 ms at 10x5k, 834 MiB)"
     )
-    for key, entry in results["mem0"].items():
+    for key, entry in results.get("mem0", {}).items():
         if "error" in entry:
             emit(f"   {key}: failed: {entry['error']}")
             continue
@@ -543,15 +546,15 @@ def print_report(results: dict[str, Any], emit: Callable[[str], None] = print) -
 
 def render_markdown(results: dict[str, Any]) -> str:
     """The results as Markdown tables (for docs/performance.md)."""
-    lines = ["| single add | p50 ms | p95 ms | n |", "|---|---:|---:|---:|"]
-    add = results["add_latency"]
+    add = results.get("add_latency", {})
+    lines = ["| single add | p50 ms | p95 ms | n |", "|---|---:|---:|---:|"] if add else []
     for key, value in add.items():
         if not key.startswith("encryption_ratio"):
             lines.append(
                 f"| {key} | {value['p50_ms']:.1f} | {value['p95_ms']:.1f} | {value['n']} |"
             )
     lines += ["", "| AES-GCM / null cipher | p50 | mean | paired median |", "|---|---:|---:|---:|"]
-    for screen in ("on", "off"):
+    for screen in ("on", "off") if add else ():
         r = add[f"encryption_ratio/screen-{screen}"]
         lines.append(
             f"| single add, screen {screen} | {r['p50']:.3f} | {r['mean']:.3f} | "
@@ -598,7 +601,7 @@ def render_markdown(results: dict[str, Any]) -> str:
         "| p95 ms | peak RSS MiB |",
         "|---|---:|---:|---:|---:|---|---:|---:|---:|",
     ]
-    for key, entry in results["mem0"].items():
+    for key, entry in results.get("mem0", {}).items():
         if "error" in entry:
             lines.append(f"| {key} | failed | | | | | | | |")
             continue
@@ -629,6 +632,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="stop filling a corpus after this many seconds (and report the size reached)",
     )
     parser.add_argument("--profile", action="store_true", help="cProfile adds and searches")
+    parser.add_argument(
+        "--scale-only",
+        action="store_true",
+        help="only the one-tenant scale part (the mem0 comparison is bench.peers)",
+    )
     parser.add_argument("--out", type=Path, default=OUT_DIR / "foundation.json")
     parser.add_argument("--render", type=Path, help="print a results JSON as Markdown and exit")
     parser.add_argument("--mem0-child", type=int, help=argparse.SUPPRESS)
@@ -659,12 +667,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="memvault-bench-") as tmp:
         root = Path(tmp)
         embedder = load_embedder(root)
-        print("1. single add latency", file=sys.stderr, flush=True)
-        results["add_latency"] = bench_add_latency(root, embedder, sizes.add_rounds)
+        if not args.scale_only:
+            print("1. single add latency", file=sys.stderr, flush=True)
+            results["add_latency"] = bench_add_latency(root, embedder, sizes.add_rounds)
         print("2. one tenant at scale", file=sys.stderr, flush=True)
         results["scale"] = bench_scale(root, embedder, sizes, args.budget_s, modes, args.profile)
-    print("3. mem0-comparable", file=sys.stderr, flush=True)
-    results["mem0"] = bench_mem0(sizes, args.quick, args.budget_s)
+    if not args.scale_only:
+        print("3. mem0-comparable", file=sys.stderr, flush=True)
+        results["mem0"] = bench_mem0(sizes, args.quick, args.budget_s)
     results["peak_rss_mib_main"] = round(peak_rss_mib(), 1)
     results["load_average_end"] = load_average()
     results["wall_seconds"] = round(time.perf_counter() - started, 1)
