@@ -1,8 +1,13 @@
-"""Dependencies: the services, the authenticated principal and role checks."""
+"""Dependencies: the services, the authenticated principal and role checks.
+
+The ones that do no I/O are `async def`, so FastAPI runs them on the event loop instead of
+sending each to the thread pool (a hop per dependency per request); only the key lookup
+(SQL) and the endpoints themselves run in threads.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -15,7 +20,7 @@ from memvault.vault.principals import (
 from memvault.vault.service import ScopedVault
 
 
-def get_services(request: Request) -> Services:
+async def get_services(request: Request) -> Services:
     services: Services = request.app.state.services
     return services
 
@@ -41,11 +46,18 @@ def get_principal(request: Request, services: ServicesDep) -> Principal:
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
 
 
-def require_role(*roles: str) -> Callable[[Principal], Principal]:
-    def check(principal: PrincipalDep) -> Principal:
-        if principal.role not in roles:
-            raise Forbidden(f"this endpoint needs role {' or '.join(roles)}")
-        return principal
+def check_role(principal: Principal, roles: tuple[str, ...]) -> Principal:
+    """`principal` when its role is one of `roles`; `Forbidden` otherwise."""
+    if principal.role not in roles:
+        raise Forbidden(f"this endpoint needs role {' or '.join(roles)}")
+    return principal
+
+
+def require_role(*roles: str) -> Callable[[Principal], Awaitable[Principal]]:
+    """A dependency that admits only principals of one of `roles` (`check_role`)."""
+
+    async def check(principal: PrincipalDep) -> Principal:
+        return check_role(principal, roles)
 
     return check
 
@@ -56,17 +68,17 @@ AuditReaderDep = Annotated[Principal, Depends(require_role("tenant_admin", "audi
 OperatorDep = Annotated[Principal, Depends(require_role("operator"))]
 
 
-def get_scoped_vault(principal: AgentDep, services: ServicesDep) -> ScopedVault:
+async def get_scoped_vault(principal: AgentDep, services: ServicesDep) -> ScopedVault:
     return services.vault.scoped(principal.scope)
 
 
 ScopedVaultDep = Annotated[ScopedVault, Depends(get_scoped_vault)]
 
 
-def only_query_params(*allowed: str) -> Callable[[Request], None]:
+def only_query_params(*allowed: str) -> Callable[[Request], Awaitable[None]]:
     """Reject query parameters we do not know (a scope in a query string is a 422)."""
 
-    def check(request: Request) -> None:
+    async def check(request: Request) -> None:
         unknown = sorted(set(request.query_params) - set(allowed))
         if unknown:
             raise InvalidRequest(f"unknown query parameters: {', '.join(unknown)}")

@@ -1,7 +1,7 @@
 """Tenant pages: users and their note counts, API keys, refusals by detector, the policy.
 
 Reads are open to tenant admins and auditors, actions to tenant admins: the REST API's rules,
-checked with its own `require_role`. Actions call the REST routes' functions, so a key issued
+checked with its own `check_role`. Actions call the REST routes' functions, so a key issued
 here is issued and audited exactly as `POST /v1/admin/keys` does it. No page shows memory text.
 """
 

@@ -20,7 +20,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from pydantic import ValidationError
 
-from memvault.api.deps import require_role
+from memvault.api.deps import check_role
 from memvault.api.errors import correlation_id, describe_validation_errors, status_for
 from memvault.console.session import COOKIE, Session, SessionSealer
 from memvault.errors import AuthenticationError, Forbidden, VaultError
@@ -134,9 +134,9 @@ VisitorDep = Annotated[Visitor, Depends(current_visitor)]
 
 
 def require(request: Request, visitor: Visitor, roles: tuple[str, ...]) -> None:
-    """The REST API's own role rule (`require_role`); a refusal is audited as it is there."""
+    """The REST API's own role rule (`check_role`); a refusal is audited as it is there."""
     try:
-        require_role(*roles)(visitor.principal)
+        check_role(visitor.principal, roles)
     except Forbidden as exc:
         tenant, key_id = visitor.principal.tenant, visitor.principal.key_id
         if tenant is not None:
