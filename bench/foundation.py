@@ -633,9 +633,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--profile", action="store_true", help="cProfile adds and searches")
     parser.add_argument(
-        "--scale-only",
+        "--no-mem0",
         action="store_true",
-        help="only the one-tenant scale part (the mem0 comparison is bench.peers)",
+        help="skip the mem0-comparable part (bench.peers runs the shared peer workload)",
     )
     parser.add_argument("--out", type=Path, default=OUT_DIR / "foundation.json")
     parser.add_argument("--render", type=Path, help="print a results JSON as Markdown and exit")
@@ -667,12 +667,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="memvault-bench-") as tmp:
         root = Path(tmp)
         embedder = load_embedder(root)
-        if not args.scale_only:
-            print("1. single add latency", file=sys.stderr, flush=True)
-            results["add_latency"] = bench_add_latency(root, embedder, sizes.add_rounds)
+        print("1. single add latency", file=sys.stderr, flush=True)
+        results["add_latency"] = bench_add_latency(root, embedder, sizes.add_rounds)
         print("2. one tenant at scale", file=sys.stderr, flush=True)
         results["scale"] = bench_scale(root, embedder, sizes, args.budget_s, modes, args.profile)
-    if not args.scale_only:
+    if not args.no_mem0:
         print("3. mem0-comparable", file=sys.stderr, flush=True)
         results["mem0"] = bench_mem0(sizes, args.quick, args.budget_s)
     results["peak_rss_mib_main"] = round(peak_rss_mib(), 1)
