@@ -36,6 +36,10 @@ class Settings(BaseSettings):
     )
     amem: bool = True
     """A-MEM on writes: construction, linking, evolution, same-day merge, consolidation."""
+    group_commit: bool = True
+    """Concurrent adds coalesce into micro-batches (one embedding call, upsert, transaction)."""
+    group_commit_window_ms: float = Field(default=1.0, ge=0, le=50)
+    """How long a batch's leader waits for writers still preparing (never when none are)."""
     consolidate_at: str = Field(default="02:30", pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
     """Daily consolidation time, in each tenant's timezone (policy `timezone`, default UTC)."""
     master_key_file: Path | None = None

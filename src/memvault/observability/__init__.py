@@ -7,7 +7,7 @@ them and nothing of the API. What it measures:
   vector index and the screen, as `memvault_<stage>_seconds{operation}`;
 - `instrument_engine(engine)`: seconds per SQL statement, `memvault_sql_seconds{operation}`;
 - `count_refusal`, `count_judge_fallback`, `count_repairs`: counters by detector, judge and
-  reason, repair kind;
+  reason, repair kind; `count_group_commit`: group-commit batch sizes and leader waits;
 - `RequestObserver` (installed by the API): request latency by route template and status class,
   per-request totals per stage, the `X-Request-ID` header, and one access log line.
 
@@ -35,6 +35,7 @@ from memvault.observability._metrics import (
     REGISTRY,
     STAGES,
     ProcessMetrics,
+    count_group_commit,
     count_judge_fallback,
     count_refusal,
     count_repairs,
@@ -66,6 +67,7 @@ __all__ = [
     "begin_request",
     "configure_logging",
     "configure_tracing_from_env",
+    "count_group_commit",
     "count_judge_fallback",
     "count_refusal",
     "count_repairs",

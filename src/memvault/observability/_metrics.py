@@ -86,6 +86,19 @@ RECONCILER_REPAIRS = Counter(
     registry=REGISTRY,
 )
 
+GROUP_COMMIT_BATCH_SIZE = Histogram(
+    "memvault_group_commit_batch_size",
+    "Adds per group-commit micro-batch (its count is the number of batches)",
+    buckets=(1, 2, 4, 8, 16, 32, 64, 128),
+    registry=REGISTRY,
+)
+
+GROUP_COMMIT_WAITS = Counter(
+    "memvault_group_commit_waits",
+    "Group-commit batches whose leader waited its window for writers still preparing",
+    registry=REGISTRY,
+)
+
 _NAME = re.compile(r"[^a-z0-9_.:-]+")
 
 
@@ -108,6 +121,13 @@ def count_repairs(kind: str, n: int = 1) -> None:
     """Count `n` reconciler repairs of `kind` (completed, removed, orphan_deleted, ...)."""
     if n > 0:
         RECONCILER_REPAIRS.labels(label_name(kind)).inc(n)
+
+
+def count_group_commit(size: int, waited: bool) -> None:
+    """Count one group-commit micro-batch of `size` adds (and whether its leader waited)."""
+    GROUP_COMMIT_BATCH_SIZE.observe(size)
+    if waited:
+        GROUP_COMMIT_WAITS.inc()
 
 
 class ProcessMetrics(Collector):

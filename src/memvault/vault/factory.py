@@ -196,7 +196,11 @@ def _open_parts(
         gate=gate,
         clock=clock,
     )
-    vault = Vault(parts)
+    vault = Vault(
+        parts,
+        group_commit=settings.group_commit,
+        group_commit_window_ms=settings.group_commit_window_ms,
+    )
     audit = AuditLog(db, clock, ring)
     gate.audit = audit
     keys = ApiKeys(db, clock)

@@ -28,26 +28,35 @@ def build_points(
     avgdl: float,
     tokens: Sequence[Sequence[str]] | None = None,
     contexts: Sequence[IndexContext] | None = None,
+    vectors: Sequence[Any] | None = None,
 ) -> list[IndexPoint]:
-    """Points for `(row, text, topics)` items: one embedding batch per storage scope.
+    """Points for `(row, text, topics)` items: one embedding model call for all their scopes.
 
     `tokens` are each text's own BM25 tokens when the caller has them; `contexts` what each
     note is indexed with besides its text (`memvault.vault.sessions`), none when omitted.
+    `vectors`, parallel to `items`, are dense vectors the caller already embedded (a group
+    commit embeds every writer's texts at once, `embed_items`).
     """
     ctx = list(contexts) if contexts is not None else [NO_CONTEXT] * len(items)
-    vectors: dict[int, Any] = {}
-    by_scope: dict[Scope, list[int]] = {}
-    for i, (row, _, _) in enumerate(items):
-        by_scope.setdefault(Scope(row.tenant_id, row.user_id, row.agent_id), []).append(i)
-    for scope, positions in by_scope.items():
-        texts = [ctx[i].embed_text(items[i][1]) for i in positions]
-        embedded = parts.embedder.embed_documents(scope, texts)
-        for pos, vector in zip(positions, embedded, strict=True):
-            vectors[pos] = vector
+    dense = list(vectors) if vectors is not None else embed_items(parts, items, ctx)
     return [
-        _point(parts, row, vectors[i], text, topics, avgdl, tokens[i] if tokens else None, ctx[i])
+        _point(parts, row, dense[i], text, topics, avgdl, tokens[i] if tokens else None, ctx[i])
         for i, (row, text, topics) in enumerate(items)
     ]
+
+
+def embed_items(
+    parts: VaultParts,
+    items: Sequence[tuple[NoteRow, str, Sequence[str]]],
+    contexts: Sequence[IndexContext],
+) -> Any:
+    """Dense vectors of items (text with its context), cached per storage scope, one model call."""
+    return parts.embedder.embed_scoped_documents(
+        [
+            (Scope(row.tenant_id, row.user_id, row.agent_id), ctx.embed_text(text))
+            for (row, text, _), ctx in zip(items, contexts, strict=True)
+        ]
+    )
 
 
 def _point(

@@ -44,6 +44,7 @@ from memvault.vault.fields import (
     check_text,
     check_topics,
 )
+from memvault.vault.group_commit import DEFAULT_WINDOW_MS, GroupCommitter, store_batch
 from memvault.vault.guard import ScopeGuard
 from memvault.vault.hooks import NoteHooks
 from memvault.vault.ids import canonical_uuid
@@ -109,11 +110,23 @@ class VaultParts:
 class Vault:
     """The service root: hands out scoped views and runs tenant-wide operations."""
 
-    def __init__(self, parts: VaultParts) -> None:
+    def __init__(
+        self,
+        parts: VaultParts,
+        *,
+        group_commit: bool = True,
+        group_commit_window_ms: float = DEFAULT_WINDOW_MS,
+    ) -> None:
         self.parts = parts
         self.codec = NoteCodec(parts.keyring)
         self.fault: FaultHook = _no_fault
         self._note_locks = [threading.Lock() for _ in range(NOTE_LOCK_STRIPES)]
+        self.group_commit = GroupCommitter(
+            lambda jobs: store_batch(self, jobs),
+            enabled=group_commit,
+            window_ms=group_commit_window_ms,
+        )
+        """Concurrent adds share one embedding call, upsert and transaction (`group_commit`)."""
 
     @contextmanager
     def note_lock(self, note_id: str) -> Iterator[None]:

@@ -29,11 +29,9 @@ from memvault.errors import InvalidRequest, NotFound, PermissionDenied
 from memvault.scope import SHARED_AGENT, WILDCARD_READER
 from memvault.vault.drafts import (
     ACTIVE,
-    INSERT_UNLESS_TWIN,
     STAGED_FIELDS,
     NoteDraft,
     content_hash,
-    row_params,
     staged_view,
     swap_in_next,
 )
@@ -47,6 +45,7 @@ from memvault.vault.fields import (
     check_topics,
     check_ttl,
 )
+from memvault.vault.group_commit import Arrival, StoreJob
 from memvault.vault.ids import canonical_uuid, uuid7
 from memvault.vault.links import delete_links_of
 from memvault.vault.notes import Note
@@ -89,6 +88,7 @@ class NoteWriter:
         self.scope = view.scope
         self.new_ids: set[str] = set()
         """The notes the last `add_many` stored (the others it returned were live twins)."""
+        self._arrival: Arrival | None = None
 
     def _pseudonym(self) -> Pseudonym:
         return keyed_pseudonym(self._parts.keyring.index_key(self.scope.tenant).tag)
@@ -99,18 +99,21 @@ class NoteWriter:
         """Validate and screen every draft, then store the new ones (indexed -> one transaction).
 
         One bad draft refuses the whole batch and stores nothing. An exact duplicate of a live
-        note in the same scope returns the existing note instead of a copy.
+        note in the same scope returns the existing note instead of a copy. Concurrent adds
+        share the store step (`memvault.vault.group_commit`): counted in while they prepare.
         """
-        prepared = [self.prepare(d) for d in drafts]
-        results: list[Note | None] = [None] * len(prepared)
-        fresh: list[tuple[int, Prepared]] = []
-        seen: dict[str, int] = {}
-        for i, item in enumerate(prepared):
-            if item.row.content_hash not in seen:
-                seen[item.row.content_hash] = i
-                fresh.append((i, item))
-        if fresh:
-            self._store(fresh, results)
+        with self._vault.group_commit.arriving() as arrival:
+            self._arrival = arrival
+            prepared = [self.prepare(d) for d in drafts]
+            results: list[Note | None] = [None] * len(prepared)
+            fresh: list[tuple[int, Prepared]] = []
+            seen: dict[str, int] = {}
+            for i, item in enumerate(prepared):
+                if item.row.content_hash not in seen:
+                    seen[item.row.content_hash] = i
+                    fresh.append((i, item))
+            if fresh:
+                self._store(fresh, results)
         for i, item in enumerate(prepared):
             if results[i] is None:  # a duplicate inside the batch: same as its first copy
                 results[i] = results[seen[item.row.content_hash]]
@@ -119,65 +122,52 @@ class NoteWriter:
     def _store(self, fresh: list[tuple[int, Prepared]], results: list[Note | None]) -> None:
         """Index first, then ONE transaction: insert unless a live twin exists, count the corpus.
 
-        A crash before the commit leaves vectors without rows (orphans the reconciler deletes
-        once they are older than its grace period), never a row without its vector; the caller
-        acknowledges only after the commit.
+        The index and transaction steps run in a group commit with concurrent adds
+        (`group_commit.store_batch`), which returns once they are durable. A crash before the
+        commit leaves vectors without rows (orphans the reconciler deletes once they are older
+        than its grace period), never a row without its vector; the caller acknowledges only
+        after the commit. Contexts, twins and displaced successors stay this writer's own.
         """
         tenant, namespace = self.scope.tenant, self._view.namespace
-        corpus = self._parts.corpus
-        corpus.ensure(tenant, namespace)
+        self._parts.corpus.ensure(tenant, namespace)
         indexer = SessionIndexer(self._vault)
-        contexts: list[IndexContext] = []
-        displaced: list[NoteRow] = []
-        if any(item.row.session_tag or item.row.occurred_at is not None for _, item in fresh):
-            with self._parts.db.session(tenant) as sess:
-                contexts, displaced = indexer.contexts_for_new(
-                    sess, [NewNote(item.row, item.text, item.tokens) for _, item in fresh]
-                )
-        if any(item.extra for _, item in fresh):
-            contexts = [
-                indexer.with_extra(ctx, tenant, item.extra, item.text)
-                for ctx, (_, item) in zip(contexts or [NO_CONTEXT] * len(fresh), fresh, strict=True)
-            ]
-        for (_, item), ctx in zip(fresh, contexts, strict=False):
-            item.row.token_count = len(ctx.bm25_tokens(item.tokens))
-        rows = [item.row for _, item in fresh]
-        avgdl = corpus.avgdl_with(tenant, namespace, len(rows), sum(r.token_count for r in rows))
-        points = self._vault.index_points(
-            [(item.row, item.text, item.topics) for _, item in fresh],
-            avgdl,
-            tokens=[item.tokens for _, item in fresh],
-            contexts=contexts or [NO_CONTEXT] * len(fresh),  # never read back from SQL
-        )
-        self._parts.index.upsert(namespace, points)
-        self._vault.fault("after_upsert")
-        now = self._parts.clock()
-        twins: list[tuple[int, Prepared]] = []
-        with self._parts.db.session(tenant) as sess:
-            stored: list[NoteRow] = []
-            for i, item in fresh:
-                if sess.execute(INSERT_UNLESS_TWIN, row_params(item.row, now)).first() is None:
-                    twins.append((i, item))
-                else:
-                    stored.append(item.row)
-            corpus.add_returning(
-                sess, tenant, namespace, len(stored), sum(r.token_count for r in stored)
-            )
-            if contexts:
-                prev_of = {
-                    item.row.id: c.prev_id for (_, item), c in zip(fresh, contexts, strict=True)
-                }
-                indexer.link_new(sess, stored, prev_of)
-        self._vault.fault("after_commit")
+        contexts, displaced = self._contexts(indexer, [item for _, item in fresh])
+        job = StoreJob(tenant, namespace, [item for _, item in fresh], contexts)
+        arrival, self._arrival = self._arrival, None
+        refused: set[int] = self._vault.group_commit.submit(job, arrival)
         if displaced:  # notes written out of event order: their successors get a new context
             indexer.rebuild(displaced)
-        twin_positions = {i for i, _ in twins}
-        for i, item in fresh:
-            if i not in twin_positions:
+        twins: list[tuple[int, Prepared]] = []
+        for k, (i, item) in enumerate(fresh):
+            if k in refused:
+                twins.append((i, item))
+            else:
                 results[i] = self._vault.decrypt_row(item.row)
                 self.new_ids.add(item.row.id)
         if twins:
             self._resolve_twins(twins, results)
+
+    def _contexts(
+        self, indexer: SessionIndexer, items: list[Prepared]
+    ) -> tuple[list[IndexContext], list[NoteRow]]:
+        """Each new note's index context (session predecessor, date, A-MEM's extra), setting its
+        token count, and the stored notes it displaces (written out of event order)."""
+        tenant = self.scope.tenant
+        contexts: list[IndexContext] = [NO_CONTEXT] * len(items)
+        displaced: list[NoteRow] = []
+        if any(item.row.session_tag or item.row.occurred_at is not None for item in items):
+            with self._parts.db.session(tenant) as sess:
+                contexts, displaced = indexer.contexts_for_new(
+                    sess, [NewNote(item.row, item.text, item.tokens) for item in items]
+                )
+        if any(item.extra for item in items):
+            contexts = [
+                indexer.with_extra(ctx, tenant, item.extra, item.text)
+                for ctx, item in zip(contexts, items, strict=True)
+            ]
+        for item, ctx in zip(items, contexts, strict=True):
+            item.row.token_count = len(ctx.bm25_tokens(item.tokens))
+        return contexts, displaced
 
     def _resolve_twins(self, twins: list[tuple[int, Prepared]], results: list[Note | None]) -> None:
         """Drafts a live twin refused: drop their vectors (indexed first) and return the twin.

@@ -186,6 +186,16 @@ class CachedEmbedder:
         """Embed documents for `scope`: shape (len(texts), dimension), cached per text."""
         return self._embed(scope, DOCUMENT, list(texts))
 
+    @timed_call("embed", "document")
+    def embed_scoped_documents(self, items: Sequence[tuple[Scope, str]]) -> Vectors:
+        """Embed `(scope, text)` documents of any scopes with ONE model call for the misses.
+
+        Shape (len(items), dimension). Each vector is cached under its own scope's key, exactly
+        as `embed_documents(scope, [text])` would cache it, so a group commit of several
+        writers' adds (`memvault.vault.group_commit`) pays one model call for all of them.
+        """
+        return self._embed_pairs(DOCUMENT, list(items))
+
     @timed_call("embed", "query")
     def embed_query(self, scope: Scope, text: str) -> Vectors:
         """Embed a query for `scope`: shape (dimension,), cached."""
@@ -200,11 +210,14 @@ class CachedEmbedder:
         return self._cache.count_scope(tenant, user, agent)
 
     def _embed(self, scope: Scope, kind: str, texts: list[str]) -> Vectors:
-        out = np.empty((len(texts), self.dimension), dtype=np.float32)
-        if not texts:
+        return self._embed_pairs(kind, [(scope, text) for text in texts])
+
+    def _embed_pairs(self, kind: str, pairs: list[tuple[Scope, str]]) -> Vectors:
+        out = np.empty((len(pairs), self.dimension), dtype=np.float32)
+        if not pairs:
             return out
         model_id = self.model_id
-        digests = [cache_key(scope, model_id, kind, text) for text in texts]
+        digests = [cache_key(scope, model_id, kind, text) for scope, text in pairs]
         found, generation = self._cache.get_many(digests)
         missing: dict[str, list[int]] = {}
         for row, (digest, vector) in enumerate(zip(digests, found, strict=True)):
@@ -215,10 +228,13 @@ class CachedEmbedder:
         if missing:
             first_rows = [rows[0] for rows in missing.values()]
             if kind == QUERY:
-                fresh = self._embedder.embed_query(texts[first_rows[0]]).reshape(1, -1)
+                fresh = self._embedder.embed_query(pairs[first_rows[0]][1]).reshape(1, -1)
             else:
-                fresh = self._embedder.embed_documents([texts[row] for row in first_rows])
-            for (_digest, rows), vector in zip(missing.items(), fresh, strict=True):
+                fresh = self._embedder.embed_documents([pairs[row][1] for row in first_rows])
+            by_scope: dict[Scope, list[tuple[str, Vectors]]] = {}
+            for (digest, rows), vector in zip(missing.items(), fresh, strict=True):
                 out[rows] = vector
-            self._cache.put_many(scope, list(zip(missing, fresh, strict=True)), generation)
+                by_scope.setdefault(pairs[rows[0]][0], []).append((digest, vector))
+            for scope, entries in by_scope.items():
+                self._cache.put_many(scope, entries, generation)
         return out
