@@ -7,6 +7,7 @@ workload. Requests are bounded in time and count, only loopback is addressed, an
 stopped at the end. Prints throughput, p50/p95/p99 per operation and the errors.
 
 Run: .venv/bin/python -m bench.load [--clients 8] [--seconds 20] [--mix add=3,search=4,get=2,list=1]
+     [--amem on|off]  (A-MEM in the server: on is the service default)
 
 A/B in one session: `--src DIR` serves from another source tree (e.g. a copy of `src/` taken
 before a change) with this venv's packages, so the two can be run alternately on one machine.
@@ -64,11 +65,12 @@ def parse_mix(spec: str) -> dict[str, int]:
 class Server:
     """`memvault serve` in its own process group, on a fresh data directory."""
 
-    def __init__(self, data: Path, src: Path | None = None) -> None:
+    def __init__(self, data: Path, src: Path | None = None, amem: bool = True) -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         env = {k: v for k, v in os.environ.items() if not k.startswith("MEMVAULT_")}
         env["MEMVAULT_OPERATOR_KEY"] = OPERATOR_KEY
+        env["MEMVAULT_AMEM"] = "on" if amem else "off"
         if src is not None:
             env["PYTHONPATH"] = str(src.resolve())
         argv = ["serve", "--port", str(self.port), "--data-dir", str(data)]
@@ -188,10 +190,14 @@ def percentile(ordered: Sequence[float], q: float) -> float:
 
 
 def run(
-    clients: int, seconds: float, mix: dict[str, int], src: Path | None = None
+    clients: int,
+    seconds: float,
+    mix: dict[str, int],
+    src: Path | None = None,
+    amem: bool = True,
 ) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
-        server = Server(Path(tmp) / "data", src)
+        server = Server(Path(tmp) / "data", src, amem)
         try:
             keys = setup_keys(server.base, clients)
             samples: dict[str, list[float]] = defaultdict(list)
@@ -248,10 +254,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--mix", default="add=3,search=4,get=2,list=1")
     parser.add_argument("--out", type=Path, default=Path("bench/out/load.json"))
     parser.add_argument("--src", type=Path, help="serve from this source tree (A/B runs)")
+    parser.add_argument(
+        "--amem",
+        choices=("on", "off"),
+        default="on",
+        help="A-MEM in the server (on: the service default; off: raw storage, as mem0 infer=False)",
+    )
     args = parser.parse_args(argv)
     if not (1 <= args.clients <= 64 and 1 <= args.seconds <= 600):
         raise SystemExit("--clients must be 1-64 and --seconds 1-600")
-    report = run(args.clients, args.seconds, parse_mix(args.mix), args.src)
+    report = run(args.clients, args.seconds, parse_mix(args.mix), args.src, args.amem == "on")
+    report["amem"] = args.amem
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2))
     print(
