@@ -2,9 +2,11 @@
 
 An add that A-MEM must still enrich leaves one `amem_jobs` row per note (ids, counters and times
 only) and the note's `enrichment` says `pending`. With the offline judge the job usually runs
-inline, before the add answers; with an LLM judge (or when the inline run fails) the worker runs
-it within seconds. Jobs survive a restart; one that keeps failing is retried with backoff and,
-after `MAX_ATTEMPTS`, the note's enrichment says `failed`.
+inline, before the add answers, under a lease (`LEASE_SECONDS`) that keeps the worker off it;
+with an LLM judge (or when the inline run fails) the worker runs it within seconds. A worker
+claims a job by compare-and-set of its due time, so no job runs twice at once. Jobs survive a
+restart; one that keeps failing is retried with backoff and, after `MAX_ATTEMPTS`, the note's
+enrichment says `failed`.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ log = logging.getLogger(__name__)
 MAX_ATTEMPTS = 5
 POLL_SECONDS = 1.0
 BATCH = 16
+LEASE_SECONDS = 60.0
+"""How long a claimed job (inline, or taken by a worker) is not due for anyone else. A process
+that dies while running it leaves it to be retried once the lease runs out."""
 PENDING, DONE, FAILED = "pending", "done", "failed"
 
 
@@ -41,11 +46,18 @@ class AmemJobs:
         self._parts = amem.vault.parts
         self._clock = clock
 
-    def enqueue(self, tenant: str, rows: list[tuple[str, str, str, str]]) -> None:
-        """One job per (note id, user, storage agent, caller agent); the notes go `pending`."""
+    def enqueue(
+        self, tenant: str, rows: list[tuple[str, str, str, str]], *, claimed: bool = False
+    ) -> None:
+        """One job per (note id, user, storage agent, caller agent); the notes go `pending`.
+
+        `claimed`: the caller runs the jobs itself now (inline A-MEM), so they are leased to it:
+        no worker takes them unless the lease runs out (the caller died) or `release` is called.
+        """
         if not rows:
             return
         now = self._clock()
+        due = now + LEASE_SECONDS if claimed else now
         with self._parts.db.session(tenant) as sess:
             for note_id, user, agent, caller in rows:
                 if sess.get(AmemJobRow, (tenant, note_id)) is None:
@@ -57,7 +69,7 @@ class AmemJobs:
                             agent_id=agent,
                             caller=caller,
                             attempts=0,
-                            run_after=now,
+                            run_after=due,
                             created_at=now,
                         )
                     )
@@ -80,6 +92,30 @@ class AmemJobs:
                 .where(NoteRow.tenant_id == tenant, NoteRow.id == note_id)
                 .values(enrichment=state)
             )
+
+    def release(self, tenant: str, note_id: str) -> None:
+        """Make a claimed job due now (its inline run failed: the worker retries it)."""
+        with self._parts.db.session(tenant) as sess:
+            sess.execute(
+                update(AmemJobRow)
+                .where(AmemJobRow.tenant_id == tenant, AmemJobRow.note_id == note_id)
+                .values(run_after=self._clock())
+            )
+
+    def _claim(self, job: AmemJobRow) -> bool:
+        """Take a due job for this run: compare-and-set of its `run_after` to a lease, so two
+        workers (threads or servers) never run one job twice."""
+        with self._parts.db.session(job.tenant_id) as sess:
+            taken = sess.execute(
+                update(AmemJobRow)
+                .where(
+                    AmemJobRow.tenant_id == job.tenant_id,
+                    AmemJobRow.note_id == job.note_id,
+                    AmemJobRow.run_after == job.run_after,
+                )
+                .values(run_after=self._clock() + LEASE_SECONDS)
+            )
+            return bool(taken.rowcount)  # type: ignore[attr-defined]
 
     def pending(self, tenant: str) -> int:
         """Jobs waiting in a tenant."""
@@ -104,7 +140,8 @@ class AmemJobs:
                 sess.expunge(job)
         finished = 0
         for job in jobs:
-            finished += self._run_one(job)
+            if self._claim(job):
+                finished += self._run_one(job)
         return finished
 
     def _run_one(self, job: AmemJobRow) -> int:

@@ -79,8 +79,11 @@ class Amem:
         assert self.jobs is not None, "Amem.jobs is set by amem.wiring.install"
         fresh = [n for n in notes if n.id in new_ids]
         tenant = view.scope.tenant
-        self.jobs.enqueue(tenant, [(n.id, n.user, n.agent, view.scope.agent) for n in fresh])
-        if not self.inline(tenant):
+        inline = self.inline(tenant)
+        self.jobs.enqueue(
+            tenant, [(n.id, n.user, n.agent, view.scope.agent) for n in fresh], claimed=inline
+        )
+        if not inline:
             if self.wake is not None:
                 self.wake()
             return [replace(n, enrichment="pending") if n in fresh else n for n in notes]
@@ -94,6 +97,7 @@ class Amem:
                 outcomes[note.id] = self.enrich(view, note)
             except Exception as exc:  # left queued: the worker retries it
                 log.warning("inline A-MEM failed: %s", type(exc).__name__)
+                self.jobs.release(tenant, note.id)
                 out.append(replace(note, enrichment="pending"))
                 continue
             self.jobs.finish(tenant, note.id)
