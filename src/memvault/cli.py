@@ -21,6 +21,7 @@ from memvault.cli_db import db_app
 from memvault.cli_import import register as add_import_command
 from memvault.cli_keys import add_key_commands
 from memvault.cli_mcp import add_mcp_command
+from memvault.cli_options import DataDir
 from memvault.cli_reindex import add_reindex_command
 from memvault.config import Settings
 from memvault.errors import VaultError
@@ -38,10 +39,6 @@ app.add_typer(db_app, name="db")
 add_compliance_commands(app)
 add_import_command(app)
 
-DataDir = Annotated[
-    Path | None,
-    typer.Option("--data-dir", help="Data directory (default: MEMVAULT_DATA_DIR or .memvault)"),
-]
 
 P = ParamSpec("P")
 R = TypeVar("R")

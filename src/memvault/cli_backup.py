@@ -11,13 +11,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from memvault.cli_options import DataDir
+
 if TYPE_CHECKING:
     from memvault.config import Settings
-
-DataDir = Annotated[
-    Path | None,
-    typer.Option("--data-dir", help="Data directory (default: MEMVAULT_DATA_DIR or .memvault)"),
-]
 
 
 def add_backup_commands(

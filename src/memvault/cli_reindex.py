@@ -12,15 +12,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from memvault.cli_options import DataDir
+
 if TYPE_CHECKING:
     from memvault.config import Settings
     from memvault.vault.datadir import DataDirLock
     from memvault.vault.factory import Services
-
-DataDir = Annotated[
-    Path | None,
-    typer.Option("--data-dir", help="Data directory (default: MEMVAULT_DATA_DIR or .memvault)"),
-]
 
 
 def add_reindex_command(
