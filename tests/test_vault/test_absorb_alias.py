@@ -12,6 +12,7 @@ import pytest
 
 from memvault.errors import InvalidRequest, NotFound
 from memvault.scope import Scope
+from memvault.vault.factory import Services
 from memvault.vault.index.base import Hit
 from memvault.vault.retrieve import SEARCH_MODES, follow_aliases
 from tests.conftest import ServicesFactory
@@ -19,6 +20,14 @@ from tests.conftest import ServicesFactory
 ABSORBED = "Priya's violin teacher moved her lessons to Thursday evenings at the conservatory"
 SURVIVOR = "Quarterly tax filing for the bakery is due at the end of the month"
 OTHER = "The garden shed needs a new padlock before the winter storms arrive"
+
+
+@pytest.fixture
+def services(make_services: ServicesFactory, backend: str) -> Services:
+    """A vault on each backend with tenant t1."""
+    built = make_services(backend)
+    built.tenants.create("t1")
+    return built
 
 
 def test_follow_aliases_maps_to_the_survivor_once_at_its_best_rank() -> None:
@@ -35,10 +44,8 @@ def test_follow_aliases_maps_to_the_survivor_once_at_its_best_rank() -> None:
 
 @pytest.mark.parametrize("mode", SEARCH_MODES)
 def test_a_search_matching_an_absorbed_note_returns_its_survivor(
-    make_services: ServicesFactory, backend: str, mode: str
+    services: Services, mode: str
 ) -> None:
-    services = make_services(backend)
-    services.tenants.create("t1")
     view = services.vault.scoped(Scope("t1", "alice", "planner"))
     survivor = view.add(SURVIVOR)
     absorbed = view.add(ABSORBED)
@@ -59,11 +66,7 @@ def test_a_search_matching_an_absorbed_note_returns_its_survivor(
         view.get(absorbed.id)
 
 
-def test_an_alias_never_returns_a_survivor_the_caller_cannot_read(
-    make_services: ServicesFactory, backend: str
-) -> None:
-    services = make_services(backend)
-    services.tenants.create("t1")
+def test_an_alias_never_returns_a_survivor_the_caller_cannot_read(services: Services) -> None:
     planner = services.vault.scoped(Scope("t1", "alice", "planner"))
     coder = services.vault.scoped(Scope("t1", "alice", "coder"))
     survivor = planner.add(SURVIVOR)  # the planner's alone
@@ -76,11 +79,7 @@ def test_an_alias_never_returns_a_survivor_the_caller_cannot_read(
     assert planner.search(ABSORBED, limit=1)[0].note.id == survivor.id
 
 
-def test_an_alias_of_a_purged_survivor_returns_nothing(
-    make_services: ServicesFactory, backend: str
-) -> None:
-    services = make_services(backend)
-    services.tenants.create("t1")
+def test_an_alias_of_a_purged_survivor_returns_nothing(services: Services) -> None:
     view = services.vault.scoped(Scope("t1", "alice", "planner"))
     survivor = view.add(SURVIVOR)
     absorbed = view.add(ABSORBED)
@@ -89,11 +88,7 @@ def test_an_alias_of_a_purged_survivor_returns_nothing(
     assert view.search(ABSORBED, limit=3, mode="dense") == []
 
 
-def test_absorb_stays_inside_one_storage_scope(
-    make_services: ServicesFactory, backend: str
-) -> None:
-    services = make_services(backend)
-    services.tenants.create("t1")
+def test_absorb_stays_inside_one_storage_scope(services: Services) -> None:
     planner = services.vault.scoped(Scope("t1", "alice", "planner"))
     mine = planner.add(ABSORBED)
     shared = planner.add(SURVIVOR, visibility="shared")
