@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -146,9 +146,15 @@ class Vault:
         return Scope(row.tenant_id, row.user_id, row.agent_id)
 
     def decrypt_row(self, row: NoteRow) -> Note:
+        """The note a row holds: its text and attributes decrypted (and authenticated)."""
         text, attrs = self.codec.open(
             self.row_scope(row), row.id, row.key_version, row.text_ct, row.attrs_ct
         )
+        return self.note_of_plain(row, text, attrs)
+
+    @staticmethod
+    def note_of_plain(row: NoteRow, text: str, attrs: Mapping[str, Any]) -> Note:
+        """The note of a row whose plaintext the caller holds: what it just sealed itself."""
         flags = [
             name
             for name, value in (

@@ -76,6 +76,8 @@ class Prepared:
     tokens: tuple[str, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
     """A-MEM's keywords and context: indexed with the note, never part of its content."""
+    attrs: Mapping[str, Any] = field(default_factory=dict)
+    """The attributes sealed in the row (the stored note is built from them, not decrypted)."""
 
 
 class NoteWriter:
@@ -142,7 +144,7 @@ class NoteWriter:
             if k in refused:
                 twins.append((i, item))
             else:
-                results[i] = self._vault.decrypt_row(item.row)
+                results[i] = self._vault.note_of_plain(item.row, item.text, item.attrs)
                 self.new_ids.add(item.row.id)
         if twins:
             self._resolve_twins(twins, results)
@@ -261,7 +263,7 @@ class NoteWriter:
             index_version=INDEX_VERSION,
         )
         extra: dict[str, Any] = {k: attrs[k] for k in ("keywords", "context") if k in attrs}
-        return Prepared(row, screened.text, screened.topics, tokens, extra)
+        return Prepared(row, screened.text, screened.topics, tokens, extra, attrs)
 
     # -- update -------------------------------------------------------------------------------
 
