@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy import delete, event, select
+from sqlalchemy import delete, select
 
 from memvault.scope import Scope
 from memvault.vault.corpus import DEFAULT_AVGDL
@@ -14,6 +14,7 @@ from memvault.vault.index.base import PointFilter
 from memvault.vault.service import PENDING
 from memvault.vault.store.models import AuditEventRow, CorpusStatsRow, NoteRow
 from tests.conftest import ServicesFactory
+from tests.db_probes import write_transactions
 
 SCOPE = Scope("t1", "u1", "a1")
 
@@ -35,17 +36,13 @@ def test_a_warm_add_commits_exactly_one_transaction(
     services.tenants.create("t1")
     vault = services.vault.scoped(SCOPE)
     vault.add("Warm the policy cache and the corpus statistics first")
-    commits: list[int] = []
-
-    def count(_conn: object) -> None:
-        commits.append(1)
-
-    event.listen(services.db.engine, "commit", count)
-    try:
-        vault.add("The user's dentist appointment moved to Thursday")
-    finally:
-        event.remove(services.db.engine, "commit", count)
-    assert len(commits) == 1
+    assert (
+        write_transactions(
+            services, backend, lambda: vault.add("The user's dentist appointment moved to Thursday")
+        )
+        == 1
+    )
+    assert write_transactions(services, backend, lambda: None) == 0  # the count can be zero
 
 
 def test_a_duplicate_is_refused_by_the_insert_and_its_vector_dropped(

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from sqlalchemy import event, func, select
+from sqlalchemy import func, select
 
 from memvault.errors import NotFound
 from memvault.scope import Scope
@@ -27,6 +27,7 @@ from memvault.vault.index.base import PointFilter
 from memvault.vault.notes import Note
 from memvault.vault.store.models import NoteRow
 from tests.conftest import ServicesFactory
+from tests.db_probes import notes_inserted_per_transaction
 from tests.faults import Crash
 
 BLOCKER = Scope("t1", "blocker", "a")
@@ -161,7 +162,6 @@ def test_concurrent_adds_coalesce_and_each_writer_gets_exactly_its_own_note(
     # transaction per tenant (after the holding add's own call, upsert and transaction).
     calls: list[int] = []
     upserts: list[str] = []
-    inserted: list[int] = []  # notes inserted per committed transaction
     parts = services.vault.parts
     embed, upsert = parts.embedder.embed_scoped_documents, parts.index.upsert
 
@@ -173,27 +173,19 @@ def test_concurrent_adds_coalesce_and_each_writer_gets_exactly_its_own_note(
         upserts.append(namespace)
         upsert(namespace, points)
 
-    def note_insert(conn: Any, _cursor: Any, statement: str, *_rest: Any) -> None:
-        if statement.lstrip().upper().startswith("INSERT INTO NOTES"):
-            conn.info["notes_inserted"] = conn.info.get("notes_inserted", 0) + 1
-
-    def count_commit(conn: Any) -> None:  # policy reads and the retrieval log insert no note
-        if conn.info.get("notes_inserted"):
-            inserted.append(conn.info.pop("notes_inserted"))
-
-    engine = services.db.engine
     monkeypatch.setattr(parts.embedder, "embed_scoped_documents", counting_embed)
     monkeypatch.setattr(parts.index, "upsert", counting_upsert)
-    event.listen(engine, "before_cursor_execute", note_insert)
-    event.listen(engine, "commit", count_commit)
-    try:
-        more = run_as_one_batch(
-            services,
-            [(s, t.replace("bicycle", "ladder")) for s, t in zip(scopes, texts, strict=True)],
-        )
-    finally:
-        event.remove(engine, "commit", count_commit)
-        event.remove(engine, "before_cursor_execute", note_insert)
+    more: list[Note | BaseException] = []
+    inserted = notes_inserted_per_transaction(  # counted by the database, in commit order
+        services,
+        backend,
+        lambda: more.extend(
+            run_as_one_batch(
+                services,
+                [(s, t.replace("bicycle", "ladder")) for s, t in zip(scopes, texts, strict=True)],
+            )
+        ),
+    )
     assert all(isinstance(o, Note) for o in more)
     assert calls == [1, len(scopes)]
     namespaces = {services.vault.scoped(s).namespace for s in scopes}

@@ -20,6 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from memvault.vault.store.database import Database
+from memvault.vault.store.driver_sql import DriverConnection, DriverStatement
 from memvault.vault.store.models import CorpusStatsRow
 
 DEFAULT_AVGDL = 12.0
@@ -77,15 +78,22 @@ class CorpusStats:
         return _avgdl(doc_count + docs, token_total + tokens)
 
     def add_returning(
-        self, conn: Session | Connection, tenant: str, namespace: str, docs: int, tokens: int
+        self,
+        conn: Session | Connection | DriverConnection,
+        tenant: str,
+        namespace: str,
+        docs: int,
+        tokens: int,
     ) -> None:
         """`adjust` in one statement that also returns the new counts (kept for `avgdl_with`).
 
         Call it inside the add's transaction; the kept counts are only a weighting hint, so a
         rollback after it leaves at most one add's worth of drift until the next add.
         """
-        row = conn.execute(_ADD_RETURNING, {"t": tenant, "n": namespace, "d": docs, "k": tokens})
-        counts = row.first()
+        found = _ADD_RETURNING_DRIVER.rows(
+            conn, {"t": tenant, "n": namespace, "d": docs, "k": tokens}
+        )
+        counts = found[0] if found else None
         if counts is not None:
             self._counts[(tenant, namespace)] = (int(counts[0]), int(counts[1]))
 
@@ -125,4 +133,5 @@ _ADD_RETURNING = (
     )
     .returning(_STATS.c.doc_count, _STATS.c.token_total)
 )
-"""Built once: SQLAlchemy reuses its compiled form on every add."""
+_ADD_RETURNING_DRIVER = DriverStatement(_ADD_RETURNING, "update")
+"""Built once, compiled once per dialect, run on the driver's cursor (`store.driver_sql`)."""

@@ -15,6 +15,7 @@ from memvault.errors import InvalidRequest
 from memvault.scope import Scope
 from memvault.vault.corpus import CorpusStats
 from memvault.vault.notes import Visibility
+from memvault.vault.store.driver_sql import DriverStatement
 from memvault.vault.store.models import NoteRow
 from memvault.vault.store.scoping import OwnedBy, scoped_update
 
@@ -172,8 +173,13 @@ hash: the duplicate check folded into the insert (no row returned means "a twin 
 once, so SQLAlchemy compiles it once. Parameters: every stored column by name, plus `now`."""
 
 
+INSERT_NOTE = DriverStatement(INSERT_UNLESS_TWIN, "insert")
+"""`INSERT_UNLESS_TWIN` on the driver's cursor (the add's hot path: `store.driver_sql`)."""
+
+
 def row_params(row: NoteRow, now: float) -> dict[str, Any]:
-    """The parameters of `INSERT_UNLESS_TWIN` for a prepared row."""
-    params = {name: getattr(row, name) for name in STORED_COLUMNS}
+    """The parameters of `INSERT_UNLESS_TWIN` for a prepared (transient) row."""
+    state = row.__dict__  # a transient row's set columns; an unset column is NULL
+    params = {name: state.get(name) for name in STORED_COLUMNS}
     params["now"] = now
     return params

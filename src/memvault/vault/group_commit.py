@@ -19,14 +19,17 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy.orm import Session
+
 from memvault.observability import count_group_commit
-from memvault.vault.drafts import INSERT_UNLESS_TWIN, row_params
+from memvault.vault.drafts import INSERT_NOTE, row_params
 from memvault.vault.points import build_points, embed_items
 from memvault.vault.sessions import IndexContext
+from memvault.vault.store.driver_sql import DriverConnection
 
 if TYPE_CHECKING:
     from memvault.vault.service import Vault
@@ -296,17 +299,25 @@ def _together(vault: Vault, jobs: Sequence[StoreJob]) -> list[Any]:
 def _commit(
     vault: Vault, tenant: str, namespace: str, jobs: Sequence[StoreJob], now: float
 ) -> list[set[int]]:
-    """ONE transaction for a tenant's jobs: insert unless a live twin exists, count, link."""
+    """ONE transaction for a tenant's jobs: insert unless a live twin exists, count, link.
+
+    Without session links to write, the transaction runs on the driver's connection
+    (`Database.driver_transaction`): the add's hot path skips the ORM session.
+    """
     from memvault.vault.session_index import SessionIndexer
 
     parts = vault.parts
     refused: list[set[int]] = [set() for _ in jobs]
-    with parts.db.session(tenant) as sess:
+    linking = any(ctx.prev_id is not None for job in jobs for ctx in job.contexts)
+    transaction: AbstractContextManager[Session | DriverConnection] = (
+        parts.db.session(tenant) if linking else parts.db.driver_transaction(tenant)
+    )
+    with transaction as sess:
         stored = []
         prev_of: dict[str, str | None] = {}
         for k, job in enumerate(jobs):
             for pos, (item, ctx) in enumerate(zip(job.items, job.contexts, strict=True)):
-                if sess.execute(INSERT_UNLESS_TWIN, row_params(item.row, now)).first() is None:
+                if not INSERT_NOTE.rows(sess, row_params(item.row, now)):
                     refused[k].add(pos)
                 else:
                     stored.append(item.row)
@@ -316,5 +327,6 @@ def _commit(
             sess, tenant, namespace, len(stored), sum(r.token_count for r in stored)
         )
         if prev_of:
+            assert isinstance(sess, Session)  # `linking`
             SessionIndexer(vault).link_new(sess, stored, prev_of)
     return refused

@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from memvault.errors import VaultError
 from memvault.observability import instrument_engine
+from memvault.vault.store.driver_sql import DriverConnection
 from memvault.vault.store.models import TenantRow
 
 log = logging.getLogger(__name__)
@@ -138,6 +139,27 @@ class Database:
                     text("SELECT set_config('app.tenant_id', :t, true)"), {"t": tenant or ""}
                 )
             yield sess
+
+    @contextmanager
+    def driver_transaction(self, tenant: str | None) -> Iterator[DriverConnection]:
+        """A transaction on the driver's own connection, for `DriverStatement`s on the add's
+        hot path: no ORM session or SQLAlchemy connection around it (about 0.1 ms less per
+        transaction). Commits when the block ends, rolls back if it raises; on PostgreSQL
+        `app.tenant_id` is set LOCAL to `tenant` first, exactly as `session` does.
+        """
+        dbapi = self.engine.raw_connection()
+        try:
+            if self.is_postgres:
+                cursor = dbapi.cursor()
+                cursor.execute("SELECT set_config('app.tenant_id', %s, true)", (tenant or "",))
+                cursor.close()
+            yield DriverConnection(dbapi, self.engine.dialect)
+            dbapi.commit()
+        except BaseException:
+            dbapi.rollback()
+            raise
+        finally:
+            dbapi.close()
 
     def tenant_ids(self) -> list[str]:
         """Every tenant id, sorted: the one cross-tenant read the app may make.
