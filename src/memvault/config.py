@@ -36,6 +36,9 @@ class Settings(BaseSettings):
     )
     amem: bool = True
     """A-MEM on writes: construction, linking, evolution, same-day merge, consolidation."""
+    amem_defer_when_busy: bool = True
+    """With the offline judge, an add whose A-MEM would run inline leaves it to the job worker
+    while other adds are in flight (its answer then says `enrichment: pending`)."""
     group_commit: bool = True
     """Concurrent adds coalesce into micro-batches (one embedding call, upsert, transaction)."""
     group_commit_window_ms: float = Field(default=1.0, ge=0, le=50)

@@ -48,6 +48,7 @@ def install(
         (lambda _tenant: judge) if judge is not None else _deployment_judges(services, llm_client)
     )
     amem = Amem(services.vault, factory)
+    amem.defer_when_busy = services.settings.amem_defer_when_busy
     amem.jobs = AmemJobs(amem)
     services.vault.parts.hooks = amem
     setattr(services, _ATTRIBUTE, amem)

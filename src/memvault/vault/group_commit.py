@@ -79,6 +79,32 @@ class _Job:
         self.outcome: Any = None
 
 
+class InFlight:
+    """How many callers are inside a block right now (`with counter:`), thread-safe.
+
+    The vault counts its adds with one (`Vault.adds_in_flight`): A-MEM reads it to leave its
+    inline work to the job worker while other adds are in flight.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+
+    def __enter__(self) -> InFlight:
+        with self._lock:
+            self._count += 1
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        with self._lock:
+            self._count -= 1
+
+    @property
+    def count(self) -> int:
+        """How many are inside now (the caller included, when it is)."""
+        return self._count
+
+
 Runner = Callable[[Sequence[Any]], list[Any]]
 """Runs payloads as one batch; returns, per payload, its result or the exception it raised."""
 

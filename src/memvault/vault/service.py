@@ -44,7 +44,7 @@ from memvault.vault.fields import (
     check_text,
     check_topics,
 )
-from memvault.vault.group_commit import DEFAULT_WINDOW_MS, GroupCommitter, store_batch
+from memvault.vault.group_commit import DEFAULT_WINDOW_MS, GroupCommitter, InFlight, store_batch
 from memvault.vault.guard import ScopeGuard
 from memvault.vault.hooks import NoteHooks
 from memvault.vault.ids import canonical_uuid
@@ -127,6 +127,8 @@ class Vault:
             window_ms=group_commit_window_ms,
         )
         """Concurrent adds share one embedding call, upsert and transaction (`group_commit`)."""
+        self.adds_in_flight = InFlight()
+        """The adds inside `ScopedVault.add_many` right now, their after-add hooks included."""
 
     @contextmanager
     def note_lock(self, note_id: str) -> Iterator[None]:
@@ -290,7 +292,7 @@ class ScopedVault:
         refuses the whole batch and stores nothing. An exact duplicate of a live note in the
         same scope returns the existing note instead of a copy.
         """
-        with self._guarded():
+        with self._guarded(), self.vault.adds_in_flight:
             writer = self._writer()
             notes = writer.add_many(drafts)
             hooks = self._parts.hooks
