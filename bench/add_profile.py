@@ -94,20 +94,28 @@ def install_before(services: Services) -> None:
 
 
 class SqlCounter:
-    """Commits and statements on the engine while `active`."""
+    """Commits and statements SQLite runs while `active`, counted by SQLite's statement trace
+    on every connection (the add's own transaction runs on the driver's connection, which
+    SQLAlchemy's engine events never see: `store/driver_sql.py`)."""
 
     def __init__(self, services: Services) -> None:
         self.commits = self.statements = 0
         self.active = False
         engine = services.db.engine
-        event.listen(engine, "commit", self._commit)
-        event.listen(engine, "before_cursor_execute", self._statement)
+        engine.dispose()  # every connection from here on is new, and traced
+        event.listen(engine, "connect", self._trace)
 
-    def _commit(self, _conn: Any) -> None:
-        self.commits += self.active
+    def _trace(self, dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.set_trace_callback(self._statement)
 
-    def _statement(self, *_args: Any) -> None:
-        self.statements += self.active
+    def _statement(self, sql: str) -> None:
+        if not self.active:
+            return
+        head = sql.lstrip().upper()
+        if head.startswith("COMMIT"):
+            self.commits += 1
+        elif not head.startswith(("BEGIN", "ROLLBACK")):
+            self.statements += 1
 
     def measure(self, fn: Callable[[], Any]) -> tuple[int, int]:
         self.commits = self.statements = 0
