@@ -9,7 +9,7 @@ import secrets
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, NoReturn, ParamSpec, TypeVar
 
 import typer
 from pydantic import ValidationError
@@ -26,6 +26,7 @@ from memvault.cli_reindex import add_reindex_command
 from memvault.config import Settings
 from memvault.errors import VaultError
 from memvault.vault.datadir import DataDirLock, needs_lock
+from memvault.vault.embed.blas import cap_blas_threads
 
 if TYPE_CHECKING:
     from memvault.vault.factory import Services
@@ -133,20 +134,6 @@ def resolve_operator_key(settings: Settings) -> tuple[str, Path | None]:
     return path.read_text().strip(), path
 
 
-def limit_blas_threads(threads: int) -> Any:
-    """Cap BLAS at `threads` for the whole server process; the returned limiter must be kept.
-
-    The embedder caps BLAS only during its own forward pass and restores the library default
-    (one thread per core) afterwards. In the server, OpenBLAS's extra worker then spins between
-    calls: under 8 add-only clients it burned 0.7 of the 2 cores for no work (server CPU
-    11.6 -> 7.9 ms per add with the cap; `bench.load --mix add=1`). With the cap process-wide,
-    the embedder's own limit restores to it instead.
-    """
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(limits=threads, user_api="blas")
-
-
 @app.command()
 @command
 def serve(
@@ -181,7 +168,7 @@ def serve(
         say("memvault: operator key from MEMVAULT_OPERATOR_KEY")
     say("memvault: loading the embedding model ...")
     services = open_cli_services(settings, lock)
-    blas = limit_blas_threads(settings.embed_threads)  # held for the server's lifetime
+    blas = cap_blas_threads(settings.embed_threads)  # held for the server's lifetime
     import uvicorn
 
     from memvault.api.app import create_app

@@ -89,6 +89,9 @@ def open_backend(
     _say("loading the embedding model ...")
     with contextlib.redirect_stdout(sys.stderr):
         services = open_services(settings, lock)
+    from memvault.vault.embed.blas import cap_blas_threads
+
+    services.on_close.append(cap_blas_threads(settings.embed_threads).restore_original_limits)
     try:
         backend = EmbeddedBackend.authenticate(services, api_key)
         from memvault.compliance.wiring import install as install_compliance
