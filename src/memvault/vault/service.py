@@ -18,22 +18,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import CompoundSelect, func, select
+from sqlalchemy import func, select
 
-from memvault.errors import InvalidRequest, NotFound, PermissionDenied, ScopeViolation
+from memvault.errors import InvalidRequest
 from memvault.keyring import Keyring
-from memvault.scope import WILDCARD_READER, Scope
+from memvault.scope import Scope
 from memvault.vault.codec import NoteCodec
 from memvault.vault.corpus import CorpusStats
 from memvault.vault.drafts import (
     ACTIVE,
     PENDING,
     NoteDraft,
-    agent_tag,
     content_hash,
     namespace_for,
     topic_tag,
-    user_tag,
 )
 from memvault.vault.embed.cache import CachedEmbedder
 from memvault.vault.fields import (
@@ -47,10 +45,10 @@ from memvault.vault.fields import (
 from memvault.vault.group_commit import DEFAULT_WINDOW_MS, GroupCommitter, InFlight, store_batch
 from memvault.vault.guard import ScopeGuard
 from memvault.vault.hooks import NoteHooks
-from memvault.vault.ids import canonical_uuid
-from memvault.vault.index.base import Hit, IndexPoint, PointFilter, VectorIndex
+from memvault.vault.index.base import IndexPoint, VectorIndex
 from memvault.vault.notes import Note, SearchHit, Visibility
 from memvault.vault.retrieval_log import RetrievalLog
+from memvault.vault.scoped_reads import ScopedReads
 from memvault.vault.screen_gate import ScreenGate
 from memvault.vault.sessions import IndexContext
 from memvault.vault.store.database import Database
@@ -59,7 +57,6 @@ from memvault.vault.store.scoping import (
     ReadableBy,
     parse_member_list,
     scoped_select,
-    scoped_select_ids,
 )
 from memvault.vault.text import SparseEncoder
 
@@ -239,8 +236,12 @@ class Vault:
             return [indexer.context_of(sess, row) for row in rows]
 
 
-class ScopedVault:
-    """Memory operations as one principal. Construct through `Vault.scoped`."""
+class ScopedVault(ScopedReads):
+    """Memory operations as one principal. Construct through `Vault.scoped`.
+
+    The scope checks shared by its reads and writes (`point_filter`, `hydrate`, `check_hits`,
+    `live_rows`, `readable_row`, ...) come from `ScopedReads` (`vault/scoped_reads.py`).
+    """
 
     def __init__(self, vault: Vault, scope: Scope) -> None:
         self._parts = vault.parts
@@ -400,123 +401,3 @@ class ScopedVault:
             raise InvalidRequest(f"limit must be 1-{MAX_SEARCH_LIMIT}")
         with self._guarded():
             return HybridRetriever(self).search(query, limit, clean_topics, mode, fusion)
-
-    def point_filter(self, topics: Sequence[str] | None = None) -> PointFilter:
-        """The scope filter every vector query carries."""
-        tags: tuple[str, ...] = ()
-        if topics:
-            key = self._parts.keyring.index_key(self.scope.tenant)
-            tags = tuple(topic_tag(key.tag, t) for t in topics if t.strip())
-        user, readers = self.index_tags()
-        return PointFilter(user_id=user, readers_any=readers, active_only=True, topic_tags=tags)
-
-    def index_tags(self) -> tuple[str, tuple[str, ...]]:
-        """The caller's blind user tag and reader tags (its agent and `*`) in the index."""
-        tag = self._parts.keyring.index_key(self.scope.tenant).tag
-        return user_tag(tag, self.scope.user), (
-            agent_tag(tag, self.scope.agent),
-            agent_tag(tag, WILDCARD_READER),
-        )
-
-    def hydrate(self, hits: Sequence[Hit], via: str = "search") -> list[SearchHit]:
-        """Load and decrypt the notes behind index hits, re-checking every one's scope."""
-        self.check_hits(hits)
-        ids = [h.id for h in hits]
-        if not ids:
-            return []
-        with self._parts.db.session(self.scope.tenant) as sess:
-            rows = self.live_rows(sess, ids)
-        results = []
-        for hit in hits:
-            row = rows.get(hit.id)
-            if row is None:  # derived index lagging the source of truth: skip, never widen
-                continue
-            results.append(SearchHit(self.note_of(row), hit.score, via))
-        return results
-
-    def check_hits(self, hits: Sequence[Hit]) -> None:
-        """ScopeViolation unless every hit's payload carries the caller's user and a reader."""
-        user, readers = self.index_tags()
-        for hit in hits:
-            payload = hit.payload
-            if payload.get("user_id") != user or not set(readers) & set(payload.get("readers", [])):
-                raise ScopeViolation("the index returned a point outside the caller's scopes")
-
-    def live_rows(self, sess: Any, ids: Sequence[str] | CompoundSelect) -> dict[str, NoteRow]:
-        """The rows with these ids the caller may read now (live, in its scopes): one statement,
-        planned as primary-key lookups."""
-        statement = scoped_select_ids(self.readable, ids, *self.live_clause())
-        return {r.id: r for r in sess.execute(statement).scalars()}
-
-    def note_of(self, row: NoteRow) -> Note:
-        """Decrypt a row from `live_rows`, re-checking its scope at the exit."""
-        return self._checked(self.vault.decrypt_row(row))
-
-    def readable_ids(self, note_ids: Sequence[str]) -> set[str]:
-        """The subset of `note_ids` the caller may read now (live, in its scopes)."""
-        if not note_ids:
-            return set()
-        with self._parts.db.session(self.scope.tenant) as sess:
-            return set(
-                sess.execute(
-                    scoped_select(
-                        self.readable, NoteRow.id.in_(list(note_ids)), *self.live_clause()
-                    ).with_only_columns(NoteRow.id)
-                ).scalars()
-            )
-
-    # -- helpers shared with the write paths ---------------------------------------------------
-
-    def live_clause(self) -> tuple[Any, ...]:
-        """Active, not soft-deleted and not expired now (expiry needs no sweep to take effect)."""
-        return (NoteRow.status == ACTIVE, NoteRow.is_active == 1, self.unexpired_clause())
-
-    def unexpired_clause(self) -> Any:
-        """Not expired at the vault clock's now: a note is gone from the moment it expires."""
-        now = self._parts.clock()
-        return (NoteRow.expires_at.is_(None)) | (NoteRow.expires_at > now)
-
-    def _checked(self, note: Note) -> Note:
-        if not self.readable.admits(note.tenant, note.user, list(note.readers)):
-            raise ScopeViolation("a note outside the caller's scopes reached the exit")
-        return note
-
-    def readable_row(self, note_id: str, include_inactive: bool = False) -> NoteRow:
-        """The row of a note the caller may read; NotFound for anything else."""
-        canonical = canonical_uuid(note_id) if isinstance(note_id, str) else None
-        if canonical is None:
-            raise NotFound("no such memory")
-        where = [NoteRow.id == canonical]
-        if include_inactive:  # soft-deleted notes too (for a purge), never expired ones
-            where.extend((NoteRow.status == ACTIVE, self.unexpired_clause()))
-        else:
-            where.extend(self.live_clause())
-        with self._parts.db.session(self.scope.tenant) as sess:
-            row = sess.execute(scoped_select(self.readable, *where)).scalar_one_or_none()
-        if row is None:
-            raise NotFound("no such memory")
-        readers = parse_member_list(row.readers)
-        if not self.readable.admits(row.tenant_id, row.user_id, readers):
-            raise ScopeViolation("a row outside the caller's scopes passed the SQL filter")
-        return row
-
-    def writable_row(self, note_id: str, include_inactive: bool = False) -> NoteRow:
-        """The row of a note the caller may write; PermissionDenied for a reader only."""
-        row = self.readable_row(note_id, include_inactive=include_inactive)
-        writers = parse_member_list(row.writers)
-        if self.scope.agent not in writers and WILDCARD_READER not in writers:
-            raise PermissionDenied("not a writer of this memory")
-        return row
-
-    def find_duplicate(self, storage: Scope, digest: str) -> Note | None:
-        """A live note of `storage` with the same keyed content hash, if any."""
-        with self._parts.db.session(storage.tenant) as sess:
-            row = sess.execute(
-                scoped_select(
-                    self.readable,
-                    NoteRow.agent_id == storage.agent,
-                    NoteRow.content_hash == digest,
-                    *self.live_clause(),
-                ).limit(1)
-            ).scalar_one_or_none()
-        return None if row is None else self._checked(self.vault.decrypt_row(row))

@@ -1,0 +1,161 @@
+"""`ScopedReads`: the scope checks of a `ScopedVault`, shared by its reads and its writes.
+
+Every vector query carries `point_filter`; every hit is checked against the caller's index tags
+(`check_hits`) and read back from SQL in the caller's scope (`live_rows`, planned as primary-key
+lookups); every note is re-checked at the exit (`_checked`). A row the caller may not read is
+`NotFound`, one it may read but not write is `PermissionDenied`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import CompoundSelect
+
+from memvault.errors import NotFound, PermissionDenied, ScopeViolation
+from memvault.scope import WILDCARD_READER, Scope
+from memvault.vault.drafts import ACTIVE, agent_tag, topic_tag, user_tag
+from memvault.vault.ids import canonical_uuid
+from memvault.vault.index.base import Hit, PointFilter
+from memvault.vault.notes import Note, SearchHit
+from memvault.vault.store.models import NoteRow
+from memvault.vault.store.scoping import (
+    ReadableBy,
+    parse_member_list,
+    scoped_select,
+    scoped_select_ids,
+)
+
+if TYPE_CHECKING:
+    from memvault.vault.service import Vault, VaultParts
+
+
+class ScopedReads:
+    """The read side of a scoped view (mixed into `ScopedVault`, which sets the attributes)."""
+
+    vault: Vault
+    scope: Scope
+    readable: ReadableBy
+    namespace: str
+    _parts: VaultParts
+
+    def point_filter(self, topics: Sequence[str] | None = None) -> PointFilter:
+        """The scope filter every vector query carries."""
+        tags: tuple[str, ...] = ()
+        if topics:
+            key = self._parts.keyring.index_key(self.scope.tenant)
+            tags = tuple(topic_tag(key.tag, t) for t in topics if t.strip())
+        user, readers = self.index_tags()
+        return PointFilter(user_id=user, readers_any=readers, active_only=True, topic_tags=tags)
+
+    def index_tags(self) -> tuple[str, tuple[str, ...]]:
+        """The caller's blind user tag and reader tags (its agent and `*`) in the index."""
+        tag = self._parts.keyring.index_key(self.scope.tenant).tag
+        return user_tag(tag, self.scope.user), (
+            agent_tag(tag, self.scope.agent),
+            agent_tag(tag, WILDCARD_READER),
+        )
+
+    def hydrate(self, hits: Sequence[Hit], via: str = "search") -> list[SearchHit]:
+        """Load and decrypt the notes behind index hits, re-checking every one's scope."""
+        self.check_hits(hits)
+        ids = [h.id for h in hits]
+        if not ids:
+            return []
+        with self._parts.db.session(self.scope.tenant) as sess:
+            rows = self.live_rows(sess, ids)
+        results = []
+        for hit in hits:
+            row = rows.get(hit.id)
+            if row is None:  # derived index lagging the source of truth: skip, never widen
+                continue
+            results.append(SearchHit(self.note_of(row), hit.score, via))
+        return results
+
+    def check_hits(self, hits: Sequence[Hit]) -> None:
+        """ScopeViolation unless every hit's payload carries the caller's user and a reader."""
+        user, readers = self.index_tags()
+        for hit in hits:
+            payload = hit.payload
+            if payload.get("user_id") != user or not set(readers) & set(payload.get("readers", [])):
+                raise ScopeViolation("the index returned a point outside the caller's scopes")
+
+    def live_rows(self, sess: Any, ids: Sequence[str] | CompoundSelect) -> dict[str, NoteRow]:
+        """The rows with these ids the caller may read now (live, in its scopes): one statement,
+        planned as primary-key lookups."""
+        statement = scoped_select_ids(self.readable, ids, *self.live_clause())
+        return {r.id: r for r in sess.execute(statement).scalars()}
+
+    def note_of(self, row: NoteRow) -> Note:
+        """Decrypt a row from `live_rows`, re-checking its scope at the exit."""
+        return self._checked(self.vault.decrypt_row(row))
+
+    def readable_ids(self, note_ids: Sequence[str]) -> set[str]:
+        """The subset of `note_ids` the caller may read now (live, in its scopes)."""
+        if not note_ids:
+            return set()
+        with self._parts.db.session(self.scope.tenant) as sess:
+            return set(
+                sess.execute(
+                    scoped_select(
+                        self.readable, NoteRow.id.in_(list(note_ids)), *self.live_clause()
+                    ).with_only_columns(NoteRow.id)
+                ).scalars()
+            )
+
+    # -- helpers shared with the write paths ---------------------------------------------------
+
+    def live_clause(self) -> tuple[Any, ...]:
+        """Active, not soft-deleted and not expired now (expiry needs no sweep to take effect)."""
+        return (NoteRow.status == ACTIVE, NoteRow.is_active == 1, self.unexpired_clause())
+
+    def unexpired_clause(self) -> Any:
+        """Not expired at the vault clock's now: a note is gone from the moment it expires."""
+        now = self._parts.clock()
+        return (NoteRow.expires_at.is_(None)) | (NoteRow.expires_at > now)
+
+    def _checked(self, note: Note) -> Note:
+        if not self.readable.admits(note.tenant, note.user, list(note.readers)):
+            raise ScopeViolation("a note outside the caller's scopes reached the exit")
+        return note
+
+    def readable_row(self, note_id: str, include_inactive: bool = False) -> NoteRow:
+        """The row of a note the caller may read; NotFound for anything else."""
+        canonical = canonical_uuid(note_id) if isinstance(note_id, str) else None
+        if canonical is None:
+            raise NotFound("no such memory")
+        where = [NoteRow.id == canonical]
+        if include_inactive:  # soft-deleted notes too (for a purge), never expired ones
+            where.extend((NoteRow.status == ACTIVE, self.unexpired_clause()))
+        else:
+            where.extend(self.live_clause())
+        with self._parts.db.session(self.scope.tenant) as sess:
+            row = sess.execute(scoped_select(self.readable, *where)).scalar_one_or_none()
+        if row is None:
+            raise NotFound("no such memory")
+        readers = parse_member_list(row.readers)
+        if not self.readable.admits(row.tenant_id, row.user_id, readers):
+            raise ScopeViolation("a row outside the caller's scopes passed the SQL filter")
+        return row
+
+    def writable_row(self, note_id: str, include_inactive: bool = False) -> NoteRow:
+        """The row of a note the caller may write; PermissionDenied for a reader only."""
+        row = self.readable_row(note_id, include_inactive=include_inactive)
+        writers = parse_member_list(row.writers)
+        if self.scope.agent not in writers and WILDCARD_READER not in writers:
+            raise PermissionDenied("not a writer of this memory")
+        return row
+
+    def find_duplicate(self, storage: Scope, digest: str) -> Note | None:
+        """A live note of `storage` with the same keyed content hash, if any."""
+        with self._parts.db.session(storage.tenant) as sess:
+            row = sess.execute(
+                scoped_select(
+                    self.readable,
+                    NoteRow.agent_id == storage.agent,
+                    NoteRow.content_hash == digest,
+                    *self.live_clause(),
+                ).limit(1)
+            ).scalar_one_or_none()
+        return None if row is None else self._checked(self.vault.decrypt_row(row))
