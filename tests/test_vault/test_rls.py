@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import psycopg
 import pytest
 from sqlalchemy import Connection, Table, create_engine, text
 from sqlalchemy.engine import make_url
@@ -174,6 +175,32 @@ def test_a_missing_or_wild_tenant_setting_reads_nothing(
     with app_db.session(setting) as sess:
         for table in sorted(tables):
             assert sess.execute(text(f"SELECT count(*) FROM {table}")).scalar_one() == 0, table
+
+
+def test_a_driver_transaction_reads_and_writes_only_its_tenant(app_db: Database) -> None:
+    """The add's transaction on the driver's connection (`Database.driver_transaction`) is
+    bound by row-level security like a session: its tenant's rows only, in and out, and the
+    setting ends with the transaction (the pooled connection carries no tenant after it)."""
+    tables = seed_every_tenant_table(app_db)
+    with app_db.driver_transaction("t2") as conn:
+        cursor = conn.dbapi.cursor()
+        for table in sorted(tables):
+            cursor.execute(f"SELECT tenant_id FROM {table}")
+            assert [row[0] for row in cursor.fetchall()] == ["t2"], table
+    refused = pytest.raises(psycopg.errors.InsufficientPrivilege)
+    with refused, app_db.driver_transaction("t2") as conn:  # another tenant's row
+        conn.dbapi.cursor().execute(
+            "INSERT INTO corpus_stats (tenant_id, namespace, doc_count, token_total) "
+            "VALUES ('t1', 'elsewhere', 0, 0)"
+        )
+    with app_db.driver_transaction("t1") as conn:  # the control: t1 may write its own
+        conn.dbapi.cursor().execute(
+            "INSERT INTO corpus_stats (tenant_id, namespace, doc_count, token_total) "
+            "VALUES ('t1', 'elsewhere', 0, 0)"
+        )
+    with app_db.engine.connect() as plain:
+        for table in sorted(tables):
+            assert count(plain, table) == 0, table
 
 
 @pytest.mark.parametrize(
