@@ -93,9 +93,8 @@ class CorpusStats:
         found = _ADD_RETURNING_DRIVER.rows(
             conn, {"t": tenant, "n": namespace, "d": docs, "k": tokens}
         )
-        counts = found[0] if found else None
-        if counts is not None:
-            self._counts[(tenant, namespace)] = (int(counts[0]), int(counts[1]))
+        if found:
+            self._counts[(tenant, namespace)] = (int(found[0][0]), int(found[0][1]))
 
     @staticmethod
     def avgdl(sess: Session, tenant: str, namespace: str) -> float:

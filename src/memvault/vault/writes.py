@@ -74,10 +74,13 @@ class Prepared:
     text: str
     topics: tuple[str, ...]
     tokens: tuple[str, ...] = ()
-    extra: Mapping[str, Any] = field(default_factory=dict)
-    """A-MEM's keywords and context: indexed with the note, never part of its content."""
     attrs: Mapping[str, Any] = field(default_factory=dict)
     """The attributes sealed in the row (the stored note is built from them, not decrypted)."""
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        """A-MEM's keywords and context: indexed with the note, never part of its content."""
+        return {k: self.attrs[k] for k in ("keywords", "context") if k in self.attrs}
 
 
 class NoteWriter:
@@ -262,8 +265,7 @@ class NoteWriter:
             occurred_at=occurred_at,
             index_version=INDEX_VERSION,
         )
-        extra: dict[str, Any] = {k: attrs[k] for k in ("keywords", "context") if k in attrs}
-        return Prepared(row, screened.text, screened.topics, tokens, extra, attrs)
+        return Prepared(row, screened.text, screened.topics, tokens, attrs)
 
     # -- update -------------------------------------------------------------------------------
 
