@@ -46,6 +46,15 @@ def timed(owner: Any, name: str, label: str) -> None:
     setattr(owner, name, wrapper)
 
 
+def print_parts(n: int, total: float, unit: str) -> None:
+    """Each part's milliseconds per operation (`TIMES`), then what the top-level parts leave of
+    `total` seconds as `other` (indented labels are parts of the part above them)."""
+    for label, seconds in TIMES.items():
+        print(f"  {label:16s} {1000 * seconds / n:.3f} ms/{unit}")
+    known = sum(s for label, s in TIMES.items() if not label.startswith(" "))
+    print(f"  {'other':16s} {1000 * (total - known) / n:.3f} ms/{unit}")
+
+
 def instrument(index: Any) -> None:
     import memvault.vault.group_commit as group_commit
     import memvault.vault.screen_gate as screen_gate
@@ -106,10 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{a.data_dir.name}: {n} adds, {n / total:.1f}/s, mean {1000 * total / n:.3f} ms, "
         f"p50 {1000 * statistics.median(latencies):.3f} ms"
     )
-    for label, seconds in TIMES.items():
-        print(f"  {label:16s} {1000 * seconds / n:.3f} ms/add")
-    known = sum(s for label, s in TIMES.items() if not label.startswith(" "))
-    print(f"  {'other':16s} {1000 * (total - known) / n:.3f} ms/add")
+    print_parts(n, total, "add")
     services.close()
     return 0
 

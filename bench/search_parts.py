@@ -23,7 +23,7 @@ from typing import Any
 
 from bench import peers
 from bench._harness import open_vault
-from bench.add_parts import TIMES, timed
+from bench.add_parts import print_parts, timed
 from memvault.scope import Scope
 
 
@@ -89,10 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{a.data_dir.name} {a.mode}: {n} searches, p50 {1000 * statistics.median(latencies):.3f}"
         f" ms, mean {1000 * statistics.mean(latencies):.3f} ms"
     )
-    for label, seconds in TIMES.items():
-        print(f"  {label:16s} {1000 * seconds / n:.3f} ms/search")
-    known = sum(s for label, s in TIMES.items() if not label.startswith(" "))
-    print(f"  {'other':16s} {1000 * (sum(latencies) - known) / n:.3f} ms/search")
+    print_parts(n, sum(latencies), "search")
     services.close()
     return 0
 
