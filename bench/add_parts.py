@@ -46,6 +46,14 @@ def timed(owner: Any, name: str, label: str) -> None:
     setattr(owner, name, wrapper)
 
 
+def open_peer_store(data_dir: Path, threads: int) -> Any:
+    """The services on a data directory `bench.peers` left, with the shared harness's USE-m3
+    object (warmed up), as `bench.peers` opened them."""
+    embedder = peers.PeerEmbedder(peers.shared("embedders").load("use-m3", threads=threads))
+    embedder.enc.encode(["warm up the embedder"])
+    return open_vault(data_dir / "vault", embedder, screen=True)
+
+
 def print_parts(n: int, total: float, unit: str) -> None:
     """Each part's milliseconds per operation (`TIMES`), then what the top-level parts leave of
     `total` seconds as `other` (indented labels are parts of the part above them)."""
@@ -78,10 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--threads", type=int, default=2, help="embedder threads (as peers)")
     a = parser.parse_args(argv)
-    workload, embedders = peers.shared("workload"), peers.shared("embedders")
-    embedder = peers.PeerEmbedder(embedders.load("use-m3", threads=a.threads))
-    embedder.enc.encode(["warm up the embedder"])
-    services = open_vault(a.data_dir / "vault", embedder, screen=True)
+    workload = peers.shared("workload")
+    services = open_peer_store(a.data_dir, a.threads)
     instrument(services.vault.parts.index)
     spec = argparse.Namespace(
         seed=a.seed,

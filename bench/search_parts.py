@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import peers
-from bench._harness import open_vault
-from bench.add_parts import print_parts, timed
+from bench.add_parts import open_peer_store, print_parts, timed
 from memvault.scope import Scope
 
 
@@ -52,10 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2, help="embedder threads (as peers)")
     a = parser.parse_args(argv)
-    workload, embedders = peers.shared("workload"), peers.shared("embedders")
-    embedder = peers.PeerEmbedder(embedders.load("use-m3", threads=a.threads))
-    embedder.enc.encode(["warm up the embedder"])
-    services = open_vault(a.data_dir / "vault", embedder, screen=True)
+    workload = peers.shared("workload")
+    services = open_peer_store(a.data_dir, a.threads)
     parts = services.vault.parts
     spec = argparse.Namespace(
         seed=42,
