@@ -24,6 +24,7 @@ from memvault.compliance.wiring import install
 from memvault.scope import Scope
 from memvault.vault.factory import Services
 from tests.conftest import ServicesFactory
+from tests.disk_scan import files_holding
 
 VICTIM = "usrqzvictim"
 KEEPER = "usrqzkeeper"
@@ -52,12 +53,7 @@ def _id_needles(ids: Iterable[str]) -> list[bytes]:
 
 
 def _found(root: Path, needles: list[bytes]) -> list[str]:
-    hits: list[str] = []
-    for path in root.rglob("*"):
-        if path.is_file():
-            data = path.read_bytes()
-            hits += [f"{path.relative_to(root)}#{i}" for i, n in enumerate(needles) if n in data]
-    return hits
+    return [f"{path.relative_to(root)}#{i}" for path, i in files_holding(root, needles)]
 
 
 class World:

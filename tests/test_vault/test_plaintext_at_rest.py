@@ -6,6 +6,7 @@ from pathlib import Path
 
 from memvault.scope import Scope
 from tests.conftest import ServicesFactory
+from tests.disk_scan import files_holding
 
 N_NOTES = 1_000
 
@@ -15,11 +16,7 @@ def _files(root: Path) -> list[Path]:
 
 
 def _find(root: Path, needles: list[bytes]) -> list[str]:
-    hits = []
-    for path in _files(root):
-        data = path.read_bytes()
-        hits.extend(f"{path.name}:{n.decode()}" for n in needles if n in data)
-    return hits
+    return [f"{path.name}:{needles[i].decode()}" for path, i in files_holding(root, needles)]
 
 
 def test_markers_never_reach_any_file_under_the_data_dir(
