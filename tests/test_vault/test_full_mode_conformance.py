@@ -1,11 +1,12 @@
 """Full-mode ranking is what it was before issue 10 (item 3), over the fused candidates.
 
 `ReferenceRetriever` keeps the previous implementation: hydrate (decrypt) every fused
-candidate, multiply each score by `heat_boost` of the decrypted note, sort, then walk the links
-with one neighbours query and one readable-ids query per hop, gate by cosine and hydrate the
-admitted notes. On a seeded corpus with links (some through unreadable bridges), retrieval
-counts, access ages and knowledge notes, the production retriever must return the same notes,
-in the same order, with the same scores and the same `via`, for every query and limit.
+candidate from ORM rows read in a session, multiply each score by `heat_boost` of the
+decrypted note, sort, then walk the links with one neighbours query and one readable-ids query
+per hop, gate by cosine and hydrate the admitted notes. On a seeded corpus with links (some
+through unreadable bridges), retrieval counts, access ages and knowledge notes, the
+production retriever must return the same notes, in the same order, with the same scores
+and the same `via`, for every query and limit.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from sqlalchemy import update
 from memvault.errors import NotFound, PermissionDenied
 from memvault.scope import Scope
 from memvault.vault.factory import Services
-from memvault.vault.index.base import PointFilter
+from memvault.vault.index.base import Hit, PointFilter
 from memvault.vault.links import neighbours
 from memvault.vault.notes import SearchHit
 from memvault.vault.ranking import search_fused
@@ -77,7 +78,7 @@ class ReferenceRetriever(HybridRetriever):
             hits = search_fused(
                 self._parts.index, self._view.namespace, dense, sparse, where, fetch, fusion, ranges
             )
-        results = self._view.hydrate(hits)
+        results = self._orm_hydrate(hits)
         now = self._parts.clock()
         boosted = [
             SearchHit(
@@ -132,7 +133,15 @@ class ReferenceRetriever(HybridRetriever):
         gate = graph_gate(self._parts.embedder.model_id)
         passing = [h for h in gated if h.score >= gate]
         passing.sort(key=lambda h: (hop_of.get(h.id, GRAPH_HOPS + 1), -h.score))
-        return self._view.hydrate(passing[:GRAPH_MAX_EXTRA], via="graph")
+        return self._orm_hydrate(passing[:GRAPH_MAX_EXTRA], via="graph")
+
+    def _orm_hydrate(self, hits: Sequence[Hit], via: str = "search") -> list[SearchHit]:
+        """Hydration as it was: the readable live rows as ORM objects in a session."""
+        with self._parts.db.session(self._view.scope.tenant) as sess:
+            rows = self._view.live_rows(sess, [h.id for h in hits])
+        return [
+            SearchHit(self._view.note_of(rows[h.id]), h.score, via) for h in hits if h.id in rows
+        ]
 
 
 def seed_corpus(services: Services, rng: random.Random) -> None:

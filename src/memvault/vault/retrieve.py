@@ -7,17 +7,17 @@ Modes: `dense`, `sparse` (BM25 only), `hybrid` (both, fused by scores and re-ran
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from memvault.errors import InvalidRequest
 from memvault.vault.index.base import Hit, PointFilter
-from memvault.vault.links import linked_ids, note_has_links
+from memvault.vault.links import linked_ids
 from memvault.vault.notes import SearchHit
 from memvault.vault.ranking import FUSION_METHODS, Fusion, search_fused
 from memvault.vault.store.models import NoteRow
-from memvault.vault.store.scoping import scoped_select_ids
+from memvault.vault.store.records import NoteRecord
 from memvault.vault.text import SparseEncoder, heat_boost
 
 if TYPE_CHECKING:
@@ -122,30 +122,27 @@ class HybridRetriever:
     def _full(
         self, hits: Sequence[Hit], limit: int, dense: Sequence[float], where: PointFilter
     ) -> list[SearchHit]:
-        """Heat and the graph walk over one transaction; decrypts only what is returned.
+        """Heat and the graph walk; decrypts only what is returned.
 
-        One statement loads the fused candidates' rows (their heat fields ride along) and
-        whether each has links; heat reorders them and only the top `limit` are decrypted.
-        When some of those have links, the walk costs one statement per hop in the same
-        transaction, each returning the readable, live rows of the linked notes, so the
+        One statement on the driver loads the fused candidates' records (their heat fields
+        ride along) and whether each has links; heat reorders them and only the top `limit`
+        are decrypted. When some of those have links, the walk costs one statement per hop in
+        one transaction, each returning the readable, live rows of the linked notes, so the
         admitted ones need no second read.
         """
         view = self._view
         view.check_hits(hits)
         if not hits:
             return []
-        statement = scoped_select_ids(
-            view.readable, [h.id for h in hits], *view.live_clause()
-        ).add_columns(note_has_links())
-        with self._parts.db.session(view.scope.tenant) as sess:
-            found = sess.execute(statement).all()
-            rows = {row.id: row for row, _ in found}
-            ranked = reheat(hits, rows, self._parts.clock())[:limit]
-            top = [row.id for row, _ in ranked]
-            linked = {row.id for row, has_links in found if has_links}
-            hop_of, reached = (
-                self._walk(sess, top, [i for i in top if i in linked]) if dense else ({}, {})
-            )
+        rows = view.live_records([h.id for h in hits], with_links=True)
+        ranked = reheat(hits, rows, self._parts.clock())[:limit]
+        top = [row.id for row, _ in ranked]
+        frontier = [i for i in top if rows[i].has_links]
+        hop_of: dict[str, int] = {}
+        reached: dict[str, NoteRow] = {}
+        if dense and frontier:
+            with self._parts.db.session(view.scope.tenant) as sess:
+                hop_of, reached = self._walk(sess, top, frontier)
         results = [SearchHit(view.note_of(row), score) for row, score in ranked]
         if hop_of:
             admitted = self._gate(hop_of, dense, where)
@@ -227,8 +224,8 @@ def query_ranges(query: str, now: float) -> list[tuple[float, float]]:
 
 
 def reheat(
-    hits: Sequence[Hit], rows: dict[str, NoteRow], now: float
-) -> list[tuple[NoteRow, float]]:
+    hits: Sequence[Hit], rows: Mapping[str, NoteRecord], now: float
+) -> list[tuple[NoteRecord, float]]:
     """The fused hits that have a live row, each with its score times its heat boost, best
     first (a stable sort: ties keep the store's order). Heat reads the row's retrieval count,
     last access and type, so it needs no decryption."""

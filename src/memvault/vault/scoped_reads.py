@@ -11,15 +11,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import CompoundSelect
+from sqlalchemy import CompoundSelect, bindparam, false, select
 
 from memvault.errors import NotFound, PermissionDenied, ScopeViolation
 from memvault.scope import WILDCARD_READER, Scope
 from memvault.vault.drafts import ACTIVE, agent_tag, topic_tag, user_tag
 from memvault.vault.ids import canonical_uuid
 from memvault.vault.index.base import Hit, PointFilter
+from memvault.vault.links import note_has_links
 from memvault.vault.notes import Note, SearchHit
+from memvault.vault.store.driver_sql import DriverStatement
 from memvault.vault.store.models import NoteRow
+from memvault.vault.store.records import RECORD_COLUMNS, NoteFields, NoteRecord, record_of
 from memvault.vault.store.scoping import (
     ReadableBy,
     parse_member_list,
@@ -60,11 +63,7 @@ class ScopedReads:
     def hydrate(self, hits: Sequence[Hit], via: str = "search") -> list[SearchHit]:
         """Load and decrypt the notes behind index hits, re-checking every one's scope."""
         self.check_hits(hits)
-        ids = [h.id for h in hits]
-        if not ids:
-            return []
-        with self._parts.db.session(self.scope.tenant) as sess:
-            rows = self.live_rows(sess, ids)
+        rows = self.live_records([h.id for h in hits])
         results = []
         for hit in hits:
             row = rows.get(hit.id)
@@ -87,8 +86,32 @@ class ScopedReads:
         statement = scoped_select_ids(self.readable, ids, *self.live_clause())
         return {r.id: r for r in sess.execute(statement).scalars()}
 
-    def note_of(self, row: NoteRow) -> Note:
-        """Decrypt a row from `live_rows`, re-checking its scope at the exit."""
+    def live_records(
+        self, ids: Sequence[str], *, with_links: bool = False
+    ) -> dict[str, NoteRecord]:
+        """`live_rows` for a search's hits, run on the driver's cursor: the records of the
+        notes with these ids the caller may read now, in one statement per 512 ids, compiled
+        once per size bucket with the scope as bound parameters. `with_links`: each record
+        also says whether its note has any link (else `has_links` is false)."""
+        unique = list(dict.fromkeys(ids))
+        found: dict[str, NoteRecord] = {}
+        if not unique:
+            return found
+        scope_values = {**self.readable.bound_values(), "now": self._parts.clock()}
+        with self._parts.db.driver_transaction(self.scope.tenant) as conn:
+            for start in range(0, len(unique), MAX_IDS_PER_READ):
+                chunk = unique[start : start + MAX_IDS_PER_READ]
+                size = id_bucket(len(chunk))
+                # padded with the last id: a repeated id in `IN (...)` matches nothing new
+                params = {f"id_{i}": chunk[min(i, len(chunk) - 1)] for i in range(size)}
+                statement = _live_by_ids(size, with_links)
+                for values in statement.rows(conn, {**params, **scope_values}):
+                    record = record_of(tuple(values))
+                    found[record.id] = record
+        return found
+
+    def note_of(self, row: NoteFields) -> Note:
+        """Decrypt a row from `live_rows` or `live_records`, re-checking its scope at the exit."""
         return self._checked(self.vault.decrypt_row(row))
 
     def readable_ids(self, note_ids: Sequence[str]) -> set[str]:
@@ -159,3 +182,31 @@ class ScopedReads:
                 ).limit(1)
             ).scalar_one_or_none()
         return None if row is None else self._checked(self.vault.decrypt_row(row))
+
+
+MAX_IDS_PER_READ = 512
+
+
+def id_bucket(count: int) -> int:
+    """The id-list size a statement is compiled for: the next power of two, at least 8."""
+    return max(8, 1 << (count - 1).bit_length())
+
+
+_LIVE_BY_IDS: dict[tuple[int, bool], DriverStatement] = {}
+
+
+def _live_by_ids(size: int, with_links: bool) -> DriverStatement:
+    """`scoped_select_ids` with the live clause, for `size` ids, as a driver statement."""
+    key = (size, with_links)
+    found = _LIVE_BY_IDS.get(key)
+    if found is not None:
+        return found
+    links = note_has_links() if with_links else false()
+    statement = select(*RECORD_COLUMNS, links.label("has_links")).where(
+        NoteRow.id.in_([bindparam(f"id_{i}", type_=NoteRow.id.type) for i in range(size)]),
+        ReadableBy.bound_clause(),
+        NoteRow.status == ACTIVE,
+        NoteRow.is_active == 1,
+        NoteRow.expires_at.is_(None) | (NoteRow.expires_at > bindparam("now")),
+    )
+    return _LIVE_BY_IDS.setdefault(key, DriverStatement(statement, "select"))

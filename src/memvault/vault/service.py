@@ -53,6 +53,7 @@ from memvault.vault.screen_gate import ScreenGate
 from memvault.vault.sessions import IndexContext
 from memvault.vault.store.database import Database
 from memvault.vault.store.models import NoteRow
+from memvault.vault.store.records import NoteFields
 from memvault.vault.store.scoping import (
     ReadableBy,
     parse_member_list,
@@ -141,10 +142,10 @@ class Vault:
 
     # -- helpers shared by the scoped view, the reconciler and erasure --------------------
 
-    def row_scope(self, row: NoteRow) -> Scope:
+    def row_scope(self, row: NoteFields) -> Scope:
         return Scope(row.tenant_id, row.user_id, row.agent_id)
 
-    def decrypt_row(self, row: NoteRow) -> Note:
+    def decrypt_row(self, row: NoteFields) -> Note:
         """The note a row holds: its text and attributes decrypted (and authenticated)."""
         text, attrs = self.codec.open(
             self.row_scope(row), row.id, row.key_version, row.text_ct, row.attrs_ct
@@ -152,7 +153,7 @@ class Vault:
         return self.note_of_plain(row, text, attrs)
 
     @staticmethod
-    def note_of_plain(row: NoteRow, text: str, attrs: Mapping[str, Any]) -> Note:
+    def note_of_plain(row: NoteFields, text: str, attrs: Mapping[str, Any]) -> Note:
         """The note of a row whose plaintext the caller holds: what it just sealed itself."""
         flags = [
             name

@@ -59,6 +59,11 @@ class DriverStatement:
         self._compiled: dict[tuple[str, str], _Compiled] = {}
         self._lock = threading.Lock()
 
+    @property
+    def statement(self) -> ClauseElement:
+        """The statement as built (for a plan test or a log)."""
+        return self._statement
+
     def _for(self, dialect: Dialect) -> _Compiled:
         key = (dialect.name, str(dialect.paramstyle))
         found = self._compiled.get(key)

@@ -18,6 +18,7 @@ from sqlalchemy import (
     Select,
     Update,
     and_,
+    bindparam,
     delete,
     or_,
     select,
@@ -31,6 +32,16 @@ from memvault.vault.store.models import NoteRow
 def member_list(values: list[str] | tuple[str, ...]) -> str:
     """Encode reader/writer ids as `|a|b|` so a LIKE on `|a|` matches exactly one id."""
     return "|" + "|".join(values) + "|" if values else "|"
+
+
+LIKE_ESCAPE = "/"
+
+
+def like_containing(value: str) -> str:
+    """A LIKE pattern (escape `LIKE_ESCAPE`) matching strings that contain `value`: what
+    SQLAlchemy's `contains(value, autoescape=True)` binds."""
+    escaped = value.replace("/", "//").replace("%", "/%").replace("_", "/_")
+    return f"%{escaped}%"
 
 
 def parse_member_list(encoded: str) -> list[str]:
@@ -68,6 +79,28 @@ class ReadableBy:
                 NoteRow.readers.contains(f"|{WILDCARD_READER}|", autoescape=True),
             ),
         )
+
+    @staticmethod
+    def bound_clause() -> ColumnElement[bool]:
+        """`clause(by_id=True)` with the scope as bound parameters (`bound_values`), for a
+        statement compiled once and run for any scope."""
+        return and_(
+            NoteRow.tenant_id == bindparam("scope_tenant"),
+            (NoteRow.user_id + "") == bindparam("scope_user"),
+            or_(
+                NoteRow.readers.like(bindparam("scope_reader"), escape=LIKE_ESCAPE),
+                NoteRow.readers.like(bindparam("scope_any_reader"), escape=LIKE_ESCAPE),
+            ),
+        )
+
+    def bound_values(self) -> dict[str, str]:
+        """The parameters of `bound_clause` for this scope."""
+        return {
+            "scope_tenant": self.scope.tenant,
+            "scope_user": self.scope.user,
+            "scope_reader": like_containing(f"|{self.scope.agent}|"),
+            "scope_any_reader": like_containing(f"|{WILDCARD_READER}|"),
+        }
 
     def admits(self, tenant: str, user: str, readers: list[str]) -> bool:
         """The same rule in Python, for re-checking results on the way out."""

@@ -1,0 +1,115 @@
+"""`NoteRecord`: the columns of a note that a search returns, as a plain tuple.
+
+A search hydrates its hits on the driver's cursor (`DriverStatement`), so its rows come back
+as tuples, not ORM objects. `NoteRecord` names the columns that decrypting a note, scoring its
+heat and re-checking its scope read (never the staged next version, the keyed content hash or
+the session tag), and `NoteFields` is what the code that decrypts a row asks of it: a
+`NoteRow` and a `NoteRecord` both qualify.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Protocol
+
+from sqlalchemy import ColumnElement
+
+from memvault.vault.store.models import NoteRow
+
+
+class NoteFields(Protocol):
+    """The fields of a note row that decrypting it and scoring its heat read."""
+
+    @property
+    def tenant_id(self) -> str: ...
+    @property
+    def id(self) -> str: ...
+    @property
+    def user_id(self) -> str: ...
+    @property
+    def agent_id(self) -> str: ...
+    @property
+    def owner(self) -> str: ...
+    @property
+    def readers(self) -> str: ...
+    @property
+    def writers(self) -> str: ...
+    @property
+    def visibility(self) -> str: ...
+    @property
+    def note_type(self) -> str: ...
+    @property
+    def conflict(self) -> int: ...
+    @property
+    def ephemeral(self) -> int: ...
+    @property
+    def low_quality(self) -> int: ...
+    @property
+    def suspicious(self) -> int: ...
+    @property
+    def redacted_types(self) -> str: ...
+    @property
+    def created_at(self) -> float: ...
+    @property
+    def updated_at(self) -> float: ...
+    @property
+    def retrieval_count(self) -> int: ...
+    @property
+    def last_accessed(self) -> float: ...
+    @property
+    def expires_at(self) -> float | None: ...
+    @property
+    def key_version(self) -> int: ...
+    @property
+    def text_ct(self) -> bytes: ...
+    @property
+    def attrs_ct(self) -> bytes: ...
+    @property
+    def occurred_at(self) -> float | None: ...
+    @property
+    def enrichment(self) -> str | None: ...
+
+
+class NoteRecord(NamedTuple):
+    """A note's `NoteFields` as read by a search, and whether the note has any link."""
+
+    tenant_id: str
+    id: str
+    user_id: str
+    agent_id: str
+    owner: str
+    readers: str
+    writers: str
+    visibility: str
+    note_type: str
+    conflict: int
+    ephemeral: int
+    low_quality: int
+    suspicious: int
+    redacted_types: str
+    created_at: float
+    updated_at: float
+    retrieval_count: int
+    last_accessed: float
+    expires_at: float | None
+    key_version: int
+    text_ct: bytes
+    attrs_ct: bytes
+    occurred_at: float | None
+    enrichment: str | None
+    has_links: bool
+
+
+RECORD_COLUMNS: tuple[ColumnElement[object], ...] = tuple(
+    NoteRow.__table__.c[name] for name in NoteRecord._fields if name != "has_links"
+)
+"""The `notes` columns of a `NoteRecord`, in its order (`has_links` is computed)."""
+
+
+def record_of(values: tuple[object, ...]) -> NoteRecord:
+    """A record from a driver row of `RECORD_COLUMNS` and the has-links flag.
+
+    The driver hands back what the column holds: `bytes` for the envelopes on SQLite and on
+    PostgreSQL (psycopg returns `bytea` as `bytes`), 0/1 or a boolean for the flag.
+    """
+    record = NoteRecord._make(values)
+    return record._replace(has_links=bool(record.has_links))
