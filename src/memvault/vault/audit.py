@@ -28,13 +28,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Integer, Table, bindparam, exists, func, insert, literal, select, text
-from sqlalchemy.exc import IntegrityError, OperationalError
-from sqlalchemy.orm import Session
 
 from memvault.errors import InvalidRequest, VaultError
 from memvault.keyring import Keyring
 from memvault.scope import is_valid_id
 from memvault.vault.store.database import Database
+from memvault.vault.store.driver_sql import DriverConnection, DriverStatement
 from memvault.vault.store.models import ApiKeyRow, AuditEventRow
 
 GENESIS = "0" * 64
@@ -75,6 +74,17 @@ _APPEND_AFTER = (
 )
 """Seq 1 only when the tenant has no event; seq n only right after event n-1 with hash `prev`.
 RETURNING says whether the row went in (psycopg reports no rowcount for INSERT ... SELECT)."""
+_HEAD = (
+    select(_EVENTS.c.seq, _EVENTS.c.hash)
+    .where(_EVENTS.c.tenant_id == bindparam("tenant_id"))
+    .order_by(_EVENTS.c.seq.desc())
+    .limit(1)
+)
+# Every event of every add goes through these: run on the driver's cursor (`driver_sql`).
+_DRIVER_LOCK = DriverStatement(_PG_LOCK, "select")
+_DRIVER_HEAD = DriverStatement(_HEAD, "select")
+_DRIVER_APPEND_FIRST = DriverStatement(_APPEND_FIRST, "insert")
+_DRIVER_APPEND_AFTER = DriverStatement(_APPEND_AFTER, "insert")
 _SAFE_STRING = re.compile(r"[A-Za-z0-9._:@/+=-]{0,128}")
 """A detail string is a name, a code or an id: no spaces, so prose cannot pass."""
 
@@ -241,15 +251,16 @@ class AuditLog:
             "subject": canonical(subject).decode(),
             "details": canonical(details).decode(),
         }
+        dbapi = self._db.engine.dialect.loaded_dbapi
         with self._tenant_lock(tenant):
             for attempt in range(MAX_ATTEMPTS):
                 head = self._heads.pop(tenant, None)
                 try:
-                    with self._db.session(tenant) as sess:
+                    with self._db.driver_transaction(tenant) as conn:
                         if self._db.is_postgres:
-                            sess.execute(_PG_LOCK, {"c": _LOCK_CLASS, "t": tenant})
+                            _DRIVER_LOCK.rows(conn, {"c": _LOCK_CLASS, "t": tenant})
                         if head is None:
-                            head = self._read_head(sess, tenant)
+                            head = self._read_head(conn, tenant)
                         event: dict[str, Any] = {
                             "seq": head[0] + 1,
                             "tenant_id": tenant,
@@ -269,12 +280,12 @@ class AuditLog:
                             "prev": head[1],
                             "hash": event["hash"],
                         }
-                        stmt = _APPEND_FIRST if head[0] == 0 else _APPEND_AFTER
-                        if sess.execute(stmt, params).first() is not None:
+                        stmt = _DRIVER_APPEND_FIRST if head[0] == 0 else _DRIVER_APPEND_AFTER
+                        if stmt.rows(conn, params):
                             self._heads[tenant] = (event["seq"], event["hash"])
                             return event
                     continue  # the head was stale: read it again
-                except (IntegrityError, OperationalError):
+                except (dbapi.IntegrityError, dbapi.OperationalError):
                     # Another process appended the same seq first (or held SQLite's lock).
                     self._heads.pop(tenant, None)
                     if attempt == MAX_ATTEMPTS - 1:
@@ -283,14 +294,9 @@ class AuditLog:
         raise VaultError("audit append failed")
 
     @staticmethod
-    def _read_head(sess: Session, tenant: str) -> tuple[int, str]:
-        last = sess.execute(
-            select(AuditEventRow.seq, AuditEventRow.hash)
-            .where(AuditEventRow.tenant_id == tenant)
-            .order_by(AuditEventRow.seq.desc())
-            .limit(1)
-        ).first()
-        return (0, GENESIS) if last is None else (int(last[0]), str(last[1]))
+    def _read_head(conn: DriverConnection, tenant: str) -> tuple[int, str]:
+        found = _DRIVER_HEAD.rows(conn, {"tenant_id": tenant})
+        return (0, GENESIS) if not found else (int(found[0][0]), str(found[0][1]))
 
     def _tenant_lock(self, tenant: str) -> threading.Lock:
         with self._locks_guard:

@@ -13,11 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, cast
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 
 from memvault.errors import AuthenticationError, InvalidRequest, NotFound
 from memvault.scope import SHARED_AGENT, Scope, validate_id
 from memvault.vault.store.database import Database
+from memvault.vault.store.driver_sql import DriverStatement
 from memvault.vault.store.models import ApiKeyRow
 
 Role = Literal["agent", "tenant_admin", "auditor", "operator"]
@@ -153,16 +154,15 @@ class ApiKeys:
             validate_id(tenant, "tenant_id")
         except InvalidRequest as exc:
             raise AuthenticationError("malformed api key") from exc
-        with self._db.session(tenant) as sess:
-            row = sess.execute(
-                select(ApiKeyRow).where(ApiKeyRow.tenant_id == tenant, ApiKeyRow.key_id == key_id)
-            ).scalar_one_or_none()
+        with self._db.driver_transaction(tenant) as conn:
+            found = _KEY_BY_ID.rows(conn, {"tenant_id": tenant, "key_id": key_id})
+        row = found[0] if found else None
         # Compare a digest even when the row is missing, so timing says nothing about key ids.
-        expected = row.secret_sha256 if row is not None else sha256_hex("")
+        expected = str(row[0]) if row is not None else sha256_hex("")
         matches = hmac.compare_digest(expected, sha256_hex(secret))
-        if row is None or not matches or row.revoked_at is not None:
+        if row is None or not matches or row[1] is not None:
             raise AuthenticationError("invalid or revoked api key")
-        return Principal(tenant, row.user_id, row.agent_id, cast(Role, row.role), key_id)
+        return Principal(tenant, str(row[2]), str(row[3]), cast(Role, row[4]), key_id)
 
     def delete_tenant(self, tenant: str) -> int:
         """Remove every key of a tenant (tenant deletion)."""
@@ -171,6 +171,19 @@ class ApiKeys:
         with self._db.session(tenant) as sess:
             result = sess.execute(delete(ApiKeyRow).where(ApiKeyRow.tenant_id == tenant))
             return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+_KEY_BY_ID = DriverStatement(
+    select(
+        ApiKeyRow.secret_sha256,
+        ApiKeyRow.revoked_at,
+        ApiKeyRow.user_id,
+        ApiKeyRow.agent_id,
+        ApiKeyRow.role,
+    ).where(ApiKeyRow.tenant_id == bindparam("tenant_id"), ApiKeyRow.key_id == bindparam("key_id")),
+    "select",
+)
+"""Every request's key lookup, on the driver's cursor (`driver_sql`)."""
 
 
 def operator_principal() -> Principal:
