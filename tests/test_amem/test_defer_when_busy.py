@@ -13,6 +13,7 @@ import pytest
 
 from memvault.amem.service import Amem
 from memvault.amem.wiring import install
+from memvault.observability import REGISTRY
 from memvault.scope import Scope
 from memvault.vault.factory import Services
 from memvault.vault.notes import Note
@@ -60,6 +61,18 @@ def _with_an_add_in_flight(
     return first[0], second
 
 
+def _jobs() -> dict[str, float]:
+    """The process's `memvault_amem_jobs_total` by event."""
+    events = ("inline", "queued", "done", "failed")
+    found = {e: REGISTRY.get_sample_value("memvault_amem_jobs_total", {"event": e}) for e in events}
+    return {e: v or 0.0 for e, v in found.items()}
+
+
+def _grew(before: dict[str, float]) -> dict[str, float]:
+    after = _jobs()
+    return {e: after[e] - before[e] for e in after if after[e] != before[e]}
+
+
 def _until(check: Callable[[], bool]) -> bool:
     deadline = time.monotonic() + WAIT
     while time.monotonic() < deadline:
@@ -75,18 +88,23 @@ def test_an_add_while_another_is_in_flight_leaves_its_amem_to_the_worker(
     amem = install(services, scheduler=False)  # with its worker
     assert amem.jobs is not None
     view = services.vault.scoped(B)
+    before = _jobs()
     first, second = _with_an_add_in_flight(services, monkeypatch, lambda: view.add(OTHER))
     assert first.enrichment == "done"  # it was alone when it decided: inline
     assert second.enrichment == "pending" and second.evolution is None
     assert _until(lambda: view.get(second.id).enrichment == "done")  # the worker ran it
     assert amem.jobs.pending("t1") == 0
+    # the backlog is visible on /metrics: one job left to the worker, and both finished
+    assert _until(lambda: _grew(before) == {"inline": 1, "queued": 1, "done": 2})
 
 
 def test_a_lone_add_still_runs_inline_with_a_worker(services: Services) -> None:
     amem = install(services, scheduler=False)
     view = services.vault.scoped(A)
     view.add(HELD)
+    before = _jobs()
     note = view.add("The user decided on the standard RWD Model 3")
+    assert _grew(before) == {"inline": 1, "done": 1}
     assert note.enrichment == "done"
     assert note.evolution is not None and note.evolution["action"] == "EVOLVE"
     assert amem.jobs is not None and amem.jobs.pending("t1") == 0

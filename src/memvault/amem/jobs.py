@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import delete, select, update
 
 from memvault.errors import NotFound, VaultError
+from memvault.observability import count_amem_jobs
 from memvault.scope import Scope
 from memvault.vault.store.models import AmemJobRow, NoteRow
 
@@ -58,9 +59,11 @@ class AmemJobs:
             return
         now = self._clock()
         due = now + LEASE_SECONDS if claimed else now
+        added = 0
         with self._parts.db.session(tenant) as sess:
             for note_id, user, agent, caller in rows:
                 if sess.get(AmemJobRow, (tenant, note_id)) is None:
+                    added += 1
                     sess.add(
                         AmemJobRow(
                             tenant_id=tenant,
@@ -78,20 +81,22 @@ class AmemJobs:
                 .where(NoteRow.tenant_id == tenant, NoteRow.id.in_([r[0] for r in rows]))
                 .values(enrichment=PENDING)
             )
+        count_amem_jobs("inline" if claimed else "queued", added)
 
     def finish(self, tenant: str, note_id: str, state: str = DONE) -> None:
         """Drop the note's job and record its enrichment state."""
         with self._parts.db.session(tenant) as sess:
-            sess.execute(
+            dropped = sess.execute(
                 delete(AmemJobRow).where(
                     AmemJobRow.tenant_id == tenant, AmemJobRow.note_id == note_id
                 )
-            )
+            ).rowcount  # type: ignore[attr-defined]
             sess.execute(
                 update(NoteRow)
                 .where(NoteRow.tenant_id == tenant, NoteRow.id == note_id)
                 .values(enrichment=state)
             )
+        count_amem_jobs(state, int(dropped or 0))
 
     def release(self, tenant: str, note_id: str) -> None:
         """Make a claimed job due now (its inline run failed: the worker retries it)."""

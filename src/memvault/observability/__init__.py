@@ -6,8 +6,9 @@ them and nothing of the API. What it measures:
 - `timed(stage, operation)` / `timed_call` / `timed_methods`: seconds in the embedder, the
   vector index and the screen, as `memvault_<stage>_seconds{operation}`;
 - `instrument_engine(engine)`: seconds per SQL statement, `memvault_sql_seconds{operation}`;
-- `count_refusal`, `count_judge_fallback`, `count_repairs`: counters by detector, judge and
-  reason, repair kind; `count_group_commit`: group-commit batch sizes and leader waits;
+- `count_refusal`, `count_judge_fallback`, `count_repairs`, `count_amem_jobs`: counters by
+  detector, judge, reason, repair kind and A-MEM job event; `count_group_commit`:
+  group-commit batch sizes and leader waits;
 - `RequestObserver` (installed by the API): request latency by route template and status class,
   per-request totals per stage, the `X-Request-ID` header, and one access log line.
 
@@ -35,6 +36,7 @@ from memvault.observability._metrics import (
     REGISTRY,
     STAGES,
     ProcessMetrics,
+    count_amem_jobs,
     count_group_commit,
     count_judge_fallback,
     count_refusal,
@@ -67,6 +69,7 @@ __all__ = [
     "begin_request",
     "configure_logging",
     "configure_tracing_from_env",
+    "count_amem_jobs",
     "count_group_commit",
     "count_judge_fallback",
     "count_refusal",

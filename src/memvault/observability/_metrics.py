@@ -65,6 +65,13 @@ REQUEST_STAGE_SECONDS = Histogram(
     registry=REGISTRY,
 )
 
+AMEM_JOBS = Counter(
+    "memvault_amem_jobs",
+    "A-MEM enrichment jobs by event: inline or queued (enqueued), done or failed (finished)",
+    ["event"],
+    registry=REGISTRY,
+)
+
 REFUSALS = Counter(
     "memvault_refusals",
     "Writes refused by the write screen, by detector",
@@ -115,6 +122,13 @@ def count_refusal(detector: str) -> None:
 def count_judge_fallback(judge: str, reason: str) -> None:
     """Count a judge call that fell back to the heuristic (`reason`: timeout, error, invalid)."""
     JUDGE_FALLBACKS.labels(label_name(judge), label_name(reason)).inc()
+
+
+def count_amem_jobs(event: str, n: int = 1) -> None:
+    """Count `n` A-MEM enrichment jobs at `event`: `inline` (enqueued and run by the add
+    itself), `queued` (left to the worker), `done` or `failed` (finished)."""
+    if n > 0:
+        AMEM_JOBS.labels(label_name(event)).inc(n)
 
 
 def count_repairs(kind: str, n: int = 1) -> None:
