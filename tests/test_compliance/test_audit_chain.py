@@ -20,7 +20,8 @@ from memvault.compliance.canonical import canonical_json
 from memvault.errors import InvalidRequest
 from memvault.keyring import Keyring
 from memvault.keyring._master import LocalMasterKey
-from memvault.vault.audit import GENESIS, AuditLog
+from memvault.vault.audit import AuditLog
+from memvault.vault.audit_format import GENESIS
 from memvault.vault.store.database import Database, _alembic_config
 from memvault.vault.store.models import ApiKeyRow
 from tests.conftest import app_role_url, drop_schema, migrated_pg_schema, pg_url_or_skip

@@ -21,7 +21,7 @@ from memvault.errors import KeyNotFound
 from memvault.keyring import Keyring, SigningKeys
 from memvault.keyring._master import LocalMasterKey
 from memvault.keyring._signing import signing_keys as signing_table
-from memvault.vault import audit as vault_audit
+from memvault.vault import audit_format as vault_audit
 
 
 @pytest.fixture

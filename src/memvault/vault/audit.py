@@ -10,21 +10,17 @@ clear user id or note id stays after an erase.
 Appends are serialised per tenant: a lock in this process, `pg_advisory_xact_lock` on PostgreSQL
 (across processes), and a retry when another process took the same `seq` first (the primary key
 refuses the second). Each append is one INSERT guarded by its predecessor, after the head this
-process last wrote (read again only when the guard finds it stale). Canonical JSON is written
-here with the same rule as `memvault.compliance.canonical` (the vault does not import
-compliance; a test pins them equal).
+process last wrote (read again only when the guard finds it stale). The event format (canonical
+JSON, the hash, time stamps, the detail rules) is `audit_format`, written with the same rule as
+`memvault.compliance.canonical` (the vault does not import compliance; a test pins them equal).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Integer, Table, bindparam, exists, func, insert, literal, select, text
@@ -32,11 +28,19 @@ from sqlalchemy import Integer, Table, bindparam, exists, func, insert, literal,
 from memvault.errors import InvalidRequest, VaultError
 from memvault.keyring import Keyring
 from memvault.scope import is_valid_id
+from memvault.vault.audit_format import (
+    GENESIS,
+    SAFE_STRING,
+    canonical,
+    check_detail,
+    event_hash,
+    row_to_event,
+    utc,
+)
 from memvault.vault.store.database import Database
 from memvault.vault.store.driver_sql import DriverConnection, DriverStatement
 from memvault.vault.store.models import ApiKeyRow, AuditEventRow
 
-GENESIS = "0" * 64
 SUBJECT_KEYS = ("user_id", "agent_id", "key_id", "note_id", "target_id", "erasure_id")
 """Keyword arguments of `record` with these names are ids: they go to `subject`."""
 PSEUDONYMOUS = {"user_id": "user:", "note_id": "note:", "target_id": "note:"}
@@ -85,79 +89,6 @@ _DRIVER_LOCK = DriverStatement(_PG_LOCK, "select")
 _DRIVER_HEAD = DriverStatement(_HEAD, "select")
 _DRIVER_APPEND_FIRST = DriverStatement(_APPEND_FIRST, "insert")
 _DRIVER_APPEND_AFTER = DriverStatement(_APPEND_AFTER, "insert")
-_SAFE_STRING = re.compile(r"[A-Za-z0-9._:@/+=-]{0,128}")
-"""A detail string is a name, a code or an id: no spaces, so prose cannot pass."""
-
-
-def canonical(obj: Any) -> bytes:
-    """Canonical JSON bytes (sorted keys, no whitespace, UTF-8); floats refused."""
-    _no_floats(obj)
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def event_hash(event: Mapping[str, Any]) -> str:
-    """SHA-256 (hex) of the canonical JSON of `event` without its `hash` field."""
-    body = {k: v for k, v in event.items() if k != "hash"}
-    return hashlib.sha256(canonical(body)).hexdigest()
-
-
-def utc(epoch_seconds: float) -> str:
-    """RFC 3339 UTC with milliseconds and `Z` (as `compliance.canonical.rfc3339`)."""
-    moment = datetime.fromtimestamp(epoch_seconds, tz=UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-
-
-def safe_name(value: str) -> str:
-    """`value` (a detector or code name) with anything but `[A-Za-z0-9._:@/+=-]` as `_`."""
-    return re.sub(r"[^A-Za-z0-9._:@/+=-]", "_", value)[:128]
-
-
-def _no_floats(value: Any) -> None:
-    if isinstance(value, float):
-        raise InvalidRequest("audit events hold integers, not floats")
-    if isinstance(value, Mapping):
-        for item in value.values():
-            _no_floats(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            _no_floats(item)
-
-
-def _check_detail(name: str, value: Any) -> None:
-    """Details are counts, flags, names and ids: refuse anything that could be text."""
-    if value is None or isinstance(value, (bool, int)):
-        return
-    if isinstance(value, float):
-        raise InvalidRequest(f"audit detail {name} is a float: audit events hold integers")
-    if isinstance(value, str):
-        if not _SAFE_STRING.fullmatch(value):
-            raise InvalidRequest(f"audit detail {name} must be a name, code or id, not text")
-        return
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            _check_detail(f"{name}.{key}", str(key))
-            _check_detail(f"{name}.{key}", item)
-        return
-    if isinstance(value, (list, tuple)):
-        for item in value:
-            _check_detail(name, item)
-        return
-    raise InvalidRequest(f"audit detail {name} must be a count, flag, name or id")
-
-
-def row_to_event(row: AuditEventRow) -> dict[str, Any]:
-    """The DESIGN-format event of a stored row."""
-    return {
-        "seq": row.seq,
-        "tenant_id": row.tenant_id,
-        "at": row.at,
-        "actor": row.actor,
-        "action": row.action,
-        "subject": json.loads(row.subject),
-        "details": json.loads(row.details),
-        "prev": row.prev,
-        "hash": row.hash,
-    }
 
 
 @dataclass
@@ -210,9 +141,9 @@ class AuditLog:
                 merged[name] = details.pop(name)
         clean_subject = self._subject(tenant, merged)
         for name, value in details.items():
-            _check_detail(name, value)
+            check_detail(name, value)
         canonical(details)
-        if not _SAFE_STRING.fullmatch(actor) or not _SAFE_STRING.fullmatch(action):
+        if not SAFE_STRING.fullmatch(actor) or not SAFE_STRING.fullmatch(action):
             raise InvalidRequest("audit actor and action must be ids or names")
         return self._append(tenant, actor[:64], action[:64], clean_subject, details)
 
@@ -370,14 +301,8 @@ class AuditLog:
     # reading -----------------------------------------------------------------------------------
     def head(self, tenant: str) -> tuple[int, str]:
         """`(seq, hash)` of the tenant's last event, `(0, 64 zeros)` when it has none."""
-        with self._db.session(tenant) as sess:
-            last = sess.execute(
-                select(AuditEventRow.seq, AuditEventRow.hash)
-                .where(AuditEventRow.tenant_id == tenant)
-                .order_by(AuditEventRow.seq.desc())
-                .limit(1)
-            ).first()
-        return (0, GENESIS) if last is None else (int(last[0]), str(last[1]))
+        with self._db.driver_transaction(tenant) as conn:
+            return self._read_head(conn, tenant)
 
     def events(
         self, tenant: str, since_seq: int = 0, until_seq: int | None = None

@@ -26,7 +26,8 @@ from sqlalchemy import func, select
 from memvault.errors import ScreenRefused
 from memvault.observability import count_refusal, timed_call
 from memvault.scope import Scope
-from memvault.vault.audit import AuditLog, safe_name
+from memvault.vault.audit import AuditLog
+from memvault.vault.audit_format import safe_name
 from memvault.vault.drafts import agent_tag, user_tag
 from memvault.vault.fields import check_ttl
 from memvault.vault.ids import uuid7
