@@ -17,11 +17,12 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import Table, bindparam, delete, exists, insert, literal, select, update
 
 from memvault.errors import NotFound, VaultError
 from memvault.observability import count_amem_jobs
 from memvault.scope import Scope
+from memvault.vault.store.driver_sql import DriverStatement
 from memvault.vault.store.models import AmemJobRow, NoteRow
 
 if TYPE_CHECKING:
@@ -37,6 +38,50 @@ LEASE_SECONDS = 60.0
 """How long a claimed job (inline, or taken by a worker) is not due for anyone else. A process
 that dies while running it leaves it to be retried once the lease runs out."""
 PENDING, DONE, FAILED = "pending", "done", "failed"
+
+# A job's life on the driver's cursor (`driver_sql`): one of each per A-MEM add.
+_JOBS: Table = AmemJobRow.__table__  # type: ignore[assignment]
+_NOTES: Table = NoteRow.__table__  # type: ignore[assignment]
+_JOB_COLUMNS = ("tenant_id", "note_id", "user_id", "agent_id", "caller", "run_after", "created_at")
+_INSERT_JOB = DriverStatement(
+    insert(_JOBS)
+    .from_select(
+        [*_JOB_COLUMNS, "attempts"],
+        select(*(bindparam(c, type_=_JOBS.c[c].type) for c in _JOB_COLUMNS), literal(0)).where(
+            ~exists().where(
+                _JOBS.c.tenant_id == bindparam("tenant_id"),
+                _JOBS.c.note_id == bindparam("note_id"),
+            )
+        ),
+    )
+    .returning(_JOBS.c.note_id),
+    "insert",
+)
+"""The note's job unless it has one (RETURNING: whether it went in)."""
+_SET_ENRICHMENT = DriverStatement(
+    update(_NOTES)
+    .where(_NOTES.c.tenant_id == bindparam("tenant_id"), _NOTES.c.id == bindparam("id"))
+    .values(enrichment=bindparam("state")),
+    "update",
+)
+_DELETE_JOB = DriverStatement(
+    delete(_JOBS)
+    .where(_JOBS.c.tenant_id == bindparam("tenant_id"), _JOBS.c.note_id == bindparam("note_id"))
+    .returning(_JOBS.c.note_id),
+    "delete",
+)
+_CLAIM_JOB = DriverStatement(
+    update(_JOBS)
+    .where(
+        _JOBS.c.tenant_id == bindparam("tenant_id"),
+        _JOBS.c.note_id == bindparam("note_id"),
+        _JOBS.c.run_after == bindparam("seen"),
+    )
+    .values(run_after=bindparam("lease"))
+    .returning(_JOBS.c.note_id),
+    "update",
+)
+"""Compare-and-set of a due job's `run_after` to a lease."""
 
 
 class AmemJobs:
@@ -60,43 +105,31 @@ class AmemJobs:
         now = self._clock()
         due = now + LEASE_SECONDS if claimed else now
         added = 0
-        with self._parts.db.session(tenant) as sess:
+        with self._parts.db.driver_transaction(tenant) as conn:
             for note_id, user, agent, caller in rows:
-                if sess.get(AmemJobRow, (tenant, note_id)) is None:
-                    added += 1
-                    sess.add(
-                        AmemJobRow(
-                            tenant_id=tenant,
-                            note_id=note_id,
-                            user_id=user,
-                            agent_id=agent,
-                            caller=caller,
-                            attempts=0,
-                            run_after=due,
-                            created_at=now,
-                        )
+                added += len(
+                    _INSERT_JOB.rows(
+                        conn,
+                        {
+                            "tenant_id": tenant,
+                            "note_id": note_id,
+                            "user_id": user,
+                            "agent_id": agent,
+                            "caller": caller,
+                            "run_after": due,
+                            "created_at": now,
+                        },
                     )
-            sess.execute(
-                update(NoteRow)
-                .where(NoteRow.tenant_id == tenant, NoteRow.id.in_([r[0] for r in rows]))
-                .values(enrichment=PENDING)
-            )
+                )
+                _SET_ENRICHMENT.rows(conn, {"tenant_id": tenant, "id": note_id, "state": PENDING})
         count_amem_jobs("inline" if claimed else "queued", added)
 
     def finish(self, tenant: str, note_id: str, state: str = DONE) -> None:
         """Drop the note's job and record its enrichment state."""
-        with self._parts.db.session(tenant) as sess:
-            dropped = sess.execute(
-                delete(AmemJobRow).where(
-                    AmemJobRow.tenant_id == tenant, AmemJobRow.note_id == note_id
-                )
-            ).rowcount  # type: ignore[attr-defined]
-            sess.execute(
-                update(NoteRow)
-                .where(NoteRow.tenant_id == tenant, NoteRow.id == note_id)
-                .values(enrichment=state)
-            )
-        count_amem_jobs(state, int(dropped or 0))
+        with self._parts.db.driver_transaction(tenant) as conn:
+            dropped = _DELETE_JOB.rows(conn, {"tenant_id": tenant, "note_id": note_id})
+            _SET_ENRICHMENT.rows(conn, {"tenant_id": tenant, "id": note_id, "state": state})
+        count_amem_jobs(state, len(dropped))
 
     def release(self, tenant: str, note_id: str) -> None:
         """Make a claimed job due now (its inline run failed: the worker retries it)."""
@@ -110,17 +143,14 @@ class AmemJobs:
     def _claim(self, job: AmemJobRow) -> bool:
         """Take a due job for this run: compare-and-set of its `run_after` to a lease, so two
         workers (threads or servers) never run one job twice."""
-        with self._parts.db.session(job.tenant_id) as sess:
-            taken = sess.execute(
-                update(AmemJobRow)
-                .where(
-                    AmemJobRow.tenant_id == job.tenant_id,
-                    AmemJobRow.note_id == job.note_id,
-                    AmemJobRow.run_after == job.run_after,
-                )
-                .values(run_after=self._clock() + LEASE_SECONDS)
-            )
-            return bool(taken.rowcount)  # type: ignore[attr-defined]
+        params = {
+            "tenant_id": job.tenant_id,
+            "note_id": job.note_id,
+            "seen": job.run_after,
+            "lease": self._clock() + LEASE_SECONDS,
+        }
+        with self._parts.db.driver_transaction(job.tenant_id) as conn:
+            return bool(_CLAIM_JOB.rows(conn, params))
 
     def pending(self, tenant: str) -> int:
         """Jobs waiting in a tenant."""
