@@ -110,6 +110,14 @@ class ScopedReads:
                     found[record.id] = record
         return found
 
+    def live_note(self, note_id: str) -> Note:
+        """A readable, live note by id (`live_records`, decrypted); NotFound for anything else."""
+        canonical = canonical_uuid(note_id) if isinstance(note_id, str) else None
+        record = self.live_records([canonical]).get(canonical) if canonical else None
+        if record is None:
+            raise NotFound("no such memory")
+        return self.note_of(record)
+
     def note_of(self, row: NoteFields) -> Note:
         """Decrypt a row from `live_rows` or `live_records`, re-checking its scope at the exit."""
         return self._checked(self.vault.decrypt_row(row))

@@ -353,7 +353,7 @@ class ScopedVault(ScopedReads):
     def get(self, note_id: str) -> Note:
         """A readable, active note by id; NotFound for anything else (never 403)."""
         with self._guarded():
-            return self.vault.decrypt_row(self.readable_row(note_id))
+            return self.live_note(note_id)
 
     def list_notes(self, *, limit: int = 50, offset: int = 0) -> tuple[list[Note], int]:
         """Readable active notes, newest first, and their total count."""
