@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import CompoundSelect, bindparam, false, select
+from sqlalchemy import CompoundSelect, Select, bindparam, false
 
 from memvault.errors import NotFound, PermissionDenied, ScopeViolation
 from memvault.scope import WILDCARD_READER, Scope
@@ -27,6 +27,7 @@ from memvault.vault.store.scoping import (
     ReadableBy,
     parse_member_list,
     scoped_select,
+    scoped_select_bound,
     scoped_select_ids,
 )
 
@@ -156,13 +157,9 @@ class ScopedReads:
         canonical = canonical_uuid(note_id) if isinstance(note_id, str) else None
         if canonical is None:
             raise NotFound("no such memory")
-        where = [NoteRow.id == canonical]
-        if include_inactive:  # soft-deleted notes too (for a purge), never expired ones
-            where.extend((NoteRow.status == ACTIVE, self.unexpired_clause()))
-        else:
-            where.extend(self.live_clause())
+        params = {**self.readable.bound_values(), "id": canonical, "now": self._parts.clock()}
         with self._parts.db.session(self.scope.tenant) as sess:
-            row = sess.execute(scoped_select(self.readable, *where)).scalar_one_or_none()
+            row = sess.execute(_ROW_BY_ID[include_inactive], params).scalar_one_or_none()
         if row is None:
             raise NotFound("no such memory")
         readers = parse_member_list(row.readers)
@@ -210,11 +207,28 @@ def _live_by_ids(size: int, with_links: bool) -> DriverStatement:
     if found is not None:
         return found
     links = note_has_links() if with_links else false()
-    statement = select(*RECORD_COLUMNS, links.label("has_links")).where(
+    statement = scoped_select_bound(
         NoteRow.id.in_([bindparam(f"id_{i}", type_=NoteRow.id.type) for i in range(size)]),
-        ReadableBy.bound_clause(),
         NoteRow.status == ACTIVE,
         NoteRow.is_active == 1,
         NoteRow.expires_at.is_(None) | (NoteRow.expires_at > bindparam("now")),
+        columns=(*RECORD_COLUMNS, links.label("has_links")),
     )
     return _LIVE_BY_IDS.setdefault(key, DriverStatement(statement, "select"))
+
+
+def _row_by_id(include_inactive: bool) -> Select[Any]:
+    """One note by id in a scope given as bound parameters (`ReadableBy.bound_values`, `id`,
+    `now`): live, or with `include_inactive` soft-deleted too (for a purge), never expired.
+    Built once: building the statement per call cost more than running it."""
+    unexpired = NoteRow.expires_at.is_(None) | (NoteRow.expires_at > bindparam("now"))
+    live = () if include_inactive else (NoteRow.is_active == 1,)
+    return scoped_select_bound(
+        NoteRow.id == bindparam("id", type_=NoteRow.id.type),
+        NoteRow.status == ACTIVE,
+        *live,
+        unexpired,
+    )
+
+
+_ROW_BY_ID = {flag: _row_by_id(flag) for flag in (False, True)}

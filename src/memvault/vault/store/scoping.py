@@ -1,7 +1,8 @@
 """The one place that composes scope predicates into SQL.
 
 Every statement that touches memory rows is built by `scoped_select`, `scoped_update` or
-`scoped_delete`, each of which requires a `ScopeClause`. There is no helper that reads notes
+`scoped_delete`, each of which requires a `ScopeClause`, or by `scoped_select_bound`, whose
+scope is bound at execution. There is no helper that reads notes
 without one, so an unscoped read is not expressible through this module.
 """
 
@@ -154,6 +155,12 @@ def scoped_select_ids(
     """
     chosen = ids if isinstance(ids, CompoundSelect) else list(ids)
     return select(NoteRow).where(NoteRow.id.in_(chosen), scope.clause(by_id=True), *where)
+
+
+def scoped_select_bound(*where: ColumnElement[bool], columns: Sequence[Any] = ()) -> Select[Any]:
+    """SELECT notes (or `columns`) restricted by `ReadableBy.bound_clause`: the scope is bound
+    at execution (`ReadableBy.bound_values`), so the statement is built once for every scope."""
+    return select(*(columns or (NoteRow,))).where(ReadableBy.bound_clause(), *where)
 
 
 def scoped_update(scope: ScopeClause, *where: ColumnElement[bool], **values: Any) -> Update:
