@@ -46,6 +46,7 @@ from memvault.vault.group_commit import DEFAULT_WINDOW_MS, GroupCommitter, InFli
 from memvault.vault.guard import ScopeGuard
 from memvault.vault.hooks import NoteHooks
 from memvault.vault.index.base import IndexPoint, VectorIndex
+from memvault.vault.note_update import NoteUpdater
 from memvault.vault.notes import Note, SearchHit, Visibility
 from memvault.vault.retrieval_log import RetrievalLog
 from memvault.vault.scoped_reads import ScopedReads
@@ -328,7 +329,7 @@ class ScopedVault(ScopedReads):
         the new one is live.
         """
         with self._guarded():
-            return self._writer().update(
+            return NoteUpdater(self).update(
                 note_id, text=text, topics=topics, readers=readers, source=source
             )
 

@@ -1,4 +1,4 @@
-"""The write paths of a scoped view: add, update, delete, purge and link.
+"""The write paths of a scoped view: add, delete, purge and link (update: `note_update`).
 
 Crash safety rests on one rule, a row is never live without its vector, and the reconciler
 repairs whatever a crash leaves:
@@ -47,7 +47,6 @@ from memvault.vault.fields import (
 from memvault.vault.group_commit import Arrival, StoreJob
 from memvault.vault.ids import canonical_uuid, uuid7
 from memvault.vault.links import delete_links_of
-from memvault.vault.note_update import NoteUpdater
 from memvault.vault.notes import Note
 from memvault.vault.screen_gate import Pseudonym, keyed_pseudonym
 from memvault.vault.session_index import NewNote, SessionIndexer
@@ -266,22 +265,6 @@ class NoteWriter:
             index_version=INDEX_VERSION,
         )
         return Prepared(row, screened.text, screened.topics, tokens, attrs)
-
-    # -- update -------------------------------------------------------------------------------
-
-    def update(
-        self,
-        note_id: str,
-        *,
-        text: str | None = None,
-        topics: Sequence[str] | None = None,
-        readers: Sequence[str] | None = None,
-        source: str | None = None,
-    ) -> Note:
-        """Change a note you may write (`NoteUpdater.update`)."""
-        return NoteUpdater(self._view, self._pseudonym()).update(
-            note_id, text=text, topics=topics, readers=readers, source=source
-        )
 
     # -- delete and purge ----------------------------------------------------------------------
 
