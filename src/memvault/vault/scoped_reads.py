@@ -8,10 +8,11 @@ lookups); every note is re-checked at the exit (`_checked`). A row the caller ma
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import CompoundSelect, Select, bindparam, false
+from sqlalchemy import ColumnElement, CompoundSelect, Select, bindparam, false
 
 from memvault.errors import NotFound, PermissionDenied, ScopeViolation
 from memvault.scope import WILDCARD_READER, Scope
@@ -197,38 +198,31 @@ def id_bucket(count: int) -> int:
     return max(8, 1 << (count - 1).bit_length())
 
 
-_LIVE_BY_IDS: dict[tuple[int, bool], DriverStatement] = {}
+def _bound_live(*, include_inactive: bool = False) -> tuple[ColumnElement[bool], ...]:
+    """`live_clause` with the clock as the bound parameter `now`; `include_inactive`: soft-
+    deleted notes too (for a purge), as `readable_row` allows, never expired ones."""
+    unexpired = NoteRow.expires_at.is_(None) | (NoteRow.expires_at > bindparam("now"))
+    active = () if include_inactive else (NoteRow.is_active == 1,)
+    return (NoteRow.status == ACTIVE, *active, unexpired)
 
 
+@functools.cache
 def _live_by_ids(size: int, with_links: bool) -> DriverStatement:
     """`scoped_select_ids` with the live clause, for `size` ids, as a driver statement."""
-    key = (size, with_links)
-    found = _LIVE_BY_IDS.get(key)
-    if found is not None:
-        return found
     links = note_has_links() if with_links else false()
     statement = scoped_select_bound(
         NoteRow.id.in_([bindparam(f"id_{i}", type_=NoteRow.id.type) for i in range(size)]),
-        NoteRow.status == ACTIVE,
-        NoteRow.is_active == 1,
-        NoteRow.expires_at.is_(None) | (NoteRow.expires_at > bindparam("now")),
+        *_bound_live(),
         columns=(*RECORD_COLUMNS, links.label("has_links")),
     )
-    return _LIVE_BY_IDS.setdefault(key, DriverStatement(statement, "select"))
+    return DriverStatement(statement, "select")
 
 
-def _row_by_id(include_inactive: bool) -> Select[Any]:
-    """One note by id in a scope given as bound parameters (`ReadableBy.bound_values`, `id`,
-    `now`): live, or with `include_inactive` soft-deleted too (for a purge), never expired.
-    Built once: building the statement per call cost more than running it."""
-    unexpired = NoteRow.expires_at.is_(None) | (NoteRow.expires_at > bindparam("now"))
-    live = () if include_inactive else (NoteRow.is_active == 1,)
-    return scoped_select_bound(
-        NoteRow.id == bindparam("id", type_=NoteRow.id.type),
-        NoteRow.status == ACTIVE,
-        *live,
-        unexpired,
+_ROW_BY_ID: dict[bool, Select[Any]] = {
+    flag: scoped_select_bound(
+        NoteRow.id == bindparam("id", type_=NoteRow.id.type), *_bound_live(include_inactive=flag)
     )
-
-
-_ROW_BY_ID = {flag: _row_by_id(flag) for flag in (False, True)}
+    for flag in (False, True)
+}
+"""One note by id (`readable_row`), by `include_inactive`, the scope bound at execution:
+building the statement per call cost more than running it."""

@@ -58,6 +58,26 @@ class ScopeClause(Protocol):
     def clause(self) -> ColumnElement[bool]: ...
 
 
+_SCOPE_PARAMS = ("scope_tenant", "scope_user", "scope_reader", "scope_any_reader")
+"""The parameters of `ReadableBy.bound_clause`, in `_readable_rule`'s order."""
+
+
+def _readable_rule(
+    tenant: Any, user: Any, reader: Any, any_reader: Any, *, by_id: bool
+) -> ColumnElement[bool]:
+    """Same tenant and user, and `reader` or `any_reader` (LIKE patterns of `like_containing`)
+    among the readers: values, or bound parameters."""
+    user_column = (NoteRow.user_id + "") if by_id else NoteRow.user_id
+    return and_(
+        NoteRow.tenant_id == tenant,
+        user_column == user,
+        or_(
+            NoteRow.readers.like(reader, escape=LIKE_ESCAPE),
+            NoteRow.readers.like(any_reader, escape=LIKE_ESCAPE),
+        ),
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class ReadableBy:
     """Rows a principal may read: same tenant and user, and the agent (or `*`) among readers."""
@@ -71,28 +91,14 @@ class ReadableBy:
     def clause(self, *, by_id: bool = False) -> ColumnElement[bool]:
         """The rule as SQL. `by_id`: the statement also selects by `id IN (...)`, so the user
         test is written so no index can serve it, leaving the primary key as the only plan."""
-        user = (NoteRow.user_id + "") if by_id else NoteRow.user_id
-        return and_(
-            NoteRow.tenant_id == self.scope.tenant,
-            user == self.scope.user,
-            or_(
-                NoteRow.readers.contains(f"|{self.scope.agent}|", autoescape=True),
-                NoteRow.readers.contains(f"|{WILDCARD_READER}|", autoescape=True),
-            ),
-        )
+        values = self.bound_values()
+        return _readable_rule(*(values[name] for name in _SCOPE_PARAMS), by_id=by_id)
 
     @staticmethod
     def bound_clause() -> ColumnElement[bool]:
         """`clause(by_id=True)` with the scope as bound parameters (`bound_values`), for a
         statement compiled once and run for any scope."""
-        return and_(
-            NoteRow.tenant_id == bindparam("scope_tenant"),
-            (NoteRow.user_id + "") == bindparam("scope_user"),
-            or_(
-                NoteRow.readers.like(bindparam("scope_reader"), escape=LIKE_ESCAPE),
-                NoteRow.readers.like(bindparam("scope_any_reader"), escape=LIKE_ESCAPE),
-            ),
-        )
+        return _readable_rule(*(bindparam(name) for name in _SCOPE_PARAMS), by_id=True)
 
     def bound_values(self) -> dict[str, str]:
         """The parameters of `bound_clause` for this scope."""
