@@ -3,70 +3,16 @@
 A search hydrates its hits on the driver's cursor (`DriverStatement`), so its rows come back
 as tuples, not ORM objects. `NoteRecord` names the columns that decrypting a note, scoring its
 heat and re-checking its scope read (never the staged next version, the keyed content hash or
-the session tag), and `NoteFields` is what the code that decrypts a row asks of it: a
-`NoteRow` and a `NoteRecord` both qualify.
+the session tag), and `NoteFields` is what the code that decrypts a row takes: either.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, TypeAlias
 
 from sqlalchemy import ColumnElement
 
 from memvault.vault.store.models import NoteRow
-
-
-class NoteFields(Protocol):
-    """The fields of a note row that decrypting it and scoring its heat read."""
-
-    @property
-    def tenant_id(self) -> str: ...
-    @property
-    def id(self) -> str: ...
-    @property
-    def user_id(self) -> str: ...
-    @property
-    def agent_id(self) -> str: ...
-    @property
-    def owner(self) -> str: ...
-    @property
-    def readers(self) -> str: ...
-    @property
-    def writers(self) -> str: ...
-    @property
-    def visibility(self) -> str: ...
-    @property
-    def note_type(self) -> str: ...
-    @property
-    def conflict(self) -> int: ...
-    @property
-    def ephemeral(self) -> int: ...
-    @property
-    def low_quality(self) -> int: ...
-    @property
-    def suspicious(self) -> int: ...
-    @property
-    def redacted_types(self) -> str: ...
-    @property
-    def created_at(self) -> float: ...
-    @property
-    def updated_at(self) -> float: ...
-    @property
-    def retrieval_count(self) -> int: ...
-    @property
-    def last_accessed(self) -> float: ...
-    @property
-    def expires_at(self) -> float | None: ...
-    @property
-    def key_version(self) -> int: ...
-    @property
-    def text_ct(self) -> bytes: ...
-    @property
-    def attrs_ct(self) -> bytes: ...
-    @property
-    def occurred_at(self) -> float | None: ...
-    @property
-    def enrichment(self) -> str | None: ...
 
 
 class NoteRecord(NamedTuple):
@@ -113,3 +59,8 @@ def record_of(values: tuple[object, ...]) -> NoteRecord:
     """
     record = NoteRecord._make(values)
     return record._replace(has_links=bool(record.has_links))
+
+
+NoteFields: TypeAlias = NoteRow | NoteRecord
+"""What decrypting a note, scoring its heat and re-checking its scope read: an ORM row or a
+search's record (the fields both have)."""
