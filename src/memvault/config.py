@@ -45,6 +45,10 @@ class Settings(BaseSettings):
     """How long a batch's leader waits for writers still preparing (never when none are)."""
     consolidate_at: str = Field(default="02:30", pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
     """Daily consolidation time, in each tenant's timezone (policy `timezone`, default UTC)."""
+    key_cache_seconds: float | None = Field(default=None, ge=0, le=60)
+    """How long a verified API key is trusted without a database read (`ApiKeys`). Unset:
+    2 s on SQLite (this process is the only writer of key rows, and clears the cache on each
+    change), 0 (off) on PostgreSQL, where another process may revoke a key."""
     master_key_file: Path | None = None
     master_key_env: str | None = None
     operator_key: SecretStr | None = None
@@ -62,6 +66,11 @@ class Settings(BaseSettings):
 
     def resolved_keystore_url(self) -> str:
         return self.keystore_url or f"sqlite:///{self.data_dir / 'keystore.db'}"
+
+    def resolved_key_cache_seconds(self) -> float:
+        if self.key_cache_seconds is not None:
+            return self.key_cache_seconds
+        return 0.0 if self.resolved_database_url().startswith("postgresql") else 2.0
 
     def resolved_master_key_file(self) -> Path:
         return self.master_key_file or self.data_dir / "master.key"

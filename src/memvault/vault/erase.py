@@ -111,13 +111,7 @@ class Eraser:
         """Delete the subject's API keys (rows, not just revoked: they hold its ids)."""
         if self._keys is None:
             return 0
-        if subject.user is None:
-            return self._keys.delete_tenant(subject.tenant)
-        where = [ApiKeyRow.tenant_id == subject.tenant, ApiKeyRow.user_id == subject.user]
-        if subject.agent is not None:
-            where.append(ApiKeyRow.agent_id == subject.agent)
-        with self._parts.db.session(subject.tenant) as sess:
-            return int(sess.execute(delete(ApiKeyRow).where(*where)).rowcount)  # type: ignore[attr-defined]
+        return self._keys.delete_scope(subject.tenant, subject.user, subject.agent)
 
     def shred_keys(self, subject: OwnedBy) -> int:
         """Destroy the subject's data keys (a tenant: its tenant and index keys too)."""

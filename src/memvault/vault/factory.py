@@ -203,7 +203,7 @@ def _open_parts(
     )
     audit = AuditLog(db, clock, ring)
     gate.audit = audit
-    keys = ApiKeys(db, clock)
+    keys = ApiKeys(db, clock, cache_seconds=settings.resolved_key_cache_seconds())
     return Services(
         settings=settings,
         db=db,

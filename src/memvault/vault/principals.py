@@ -13,10 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, cast
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import bindparam, delete, select, update
 
 from memvault.errors import AuthenticationError, InvalidRequest, NotFound
 from memvault.scope import SHARED_AGENT, Scope, validate_id
+from memvault.vault.key_cache import VerifiedKeys
 from memvault.vault.store.database import Database
 from memvault.vault.store.driver_sql import DriverStatement
 from memvault.vault.store.models import ApiKeyRow
@@ -72,11 +73,20 @@ def split_token(token: str) -> tuple[str, str, str]:
 
 
 class ApiKeys:
-    """Issues, revokes and authenticates tenant keys stored in the data store."""
+    """Issues, revokes and authenticates tenant keys stored in the data store.
 
-    def __init__(self, db: Database, clock: Callable[[], float]) -> None:
+    `cache_seconds` > 0 keeps keys the database verified for that long (`VerifiedKeys`), so
+    most requests authenticate without a database read; every change this class makes to key
+    rows clears it at once. Another process sharing the database (PostgreSQL) may see a revoked
+    key accepted for up to `cache_seconds`; 0 disables the cache.
+    """
+
+    def __init__(
+        self, db: Database, clock: Callable[[], float], *, cache_seconds: float = 0.0
+    ) -> None:
         self._db = db
         self._clock = clock
+        self.verified = VerifiedKeys(cache_seconds)
 
     def issue(self, tenant: str, user: str, agent: str, role: str) -> IssuedKey:
         """Create a key for (tenant, user, agent) with `role`."""
@@ -118,6 +128,7 @@ class ApiKeys:
             )
             if result.rowcount == 0:  # type: ignore[attr-defined]
                 raise NotFound("no such key")
+        self.verified.invalidate()
 
     def from_authorization(self, header: str, operator_key: str | None) -> Principal:
         """The caller of an `Authorization: Bearer <key>` header; AuthenticationError otherwise.
@@ -143,9 +154,14 @@ class ApiKeys:
         ]
         if agent is not None:
             where.append(ApiKeyRow.agent_id == agent)
-        with self._db.session(tenant) as sess:
-            result = sess.execute(update(ApiKeyRow).where(*where).values(revoked_at=self._clock()))
-            return int(result.rowcount)  # type: ignore[attr-defined]
+        try:
+            with self._db.session(tenant) as sess:
+                result = sess.execute(
+                    update(ApiKeyRow).where(*where).values(revoked_at=self._clock())
+                )
+                return int(result.rowcount)  # type: ignore[attr-defined]
+        finally:
+            self.verified.invalidate()
 
     def authenticate(self, token: str) -> Principal:
         """The principal of a valid, unrevoked token; AuthenticationError otherwise."""
@@ -154,23 +170,52 @@ class ApiKeys:
             validate_id(tenant, "tenant_id")
         except InvalidRequest as exc:
             raise AuthenticationError("malformed api key") from exc
+        digest = sha256_hex(secret)
+        cached = self.verified.get(tenant, key_id, digest)
+        if cached is not None:
+            return cached
+        generation = self.verified.generation
         with self._db.driver_transaction(tenant) as conn:
             found = _KEY_BY_ID.rows(conn, {"tenant_id": tenant, "key_id": key_id})
         row = found[0] if found else None
         # Compare a digest even when the row is missing, so timing says nothing about key ids.
         expected = str(row[0]) if row is not None else sha256_hex("")
-        matches = hmac.compare_digest(expected, sha256_hex(secret))
+        matches = hmac.compare_digest(expected, digest)
         if row is None or not matches or row[1] is not None:
             raise AuthenticationError("invalid or revoked api key")
-        return Principal(tenant, str(row[2]), str(row[3]), cast(Role, row[4]), key_id)
+        principal = Principal(tenant, str(row[2]), str(row[3]), cast(Role, row[4]), key_id)
+        self.verified.put(tenant, key_id, digest, principal, generation)
+        return principal
+
+    def cached(self, header: str, operator_key: str | None) -> Principal | None:
+        """`from_authorization` when it needs no database read (the operator key, a key
+        verified less than `cache_seconds` ago); None when it does. Raises as
+        `from_authorization` for a malformed header. Safe to call on an event loop."""
+        scheme, _, token = header.partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token or not token.startswith(TOKEN_PREFIX):
+            return self.from_authorization(header, operator_key)  # no I/O on these paths
+        tenant, key_id, secret = split_token(token)
+        return self.verified.get(tenant, key_id, sha256_hex(secret))
 
     def delete_tenant(self, tenant: str) -> int:
         """Remove every key of a tenant (tenant deletion)."""
-        from sqlalchemy import delete
+        return self.delete_scope(tenant)
 
-        with self._db.session(tenant) as sess:
-            result = sess.execute(delete(ApiKeyRow).where(ApiKeyRow.tenant_id == tenant))
-            return int(result.rowcount)  # type: ignore[attr-defined]
+    def delete_scope(self, tenant: str, user: str | None = None, agent: str | None = None) -> int:
+        """Remove the key rows of a tenant, of one of its users, or of one agent of a user
+        (erasure: the rows hold the ids); returns how many."""
+        where = [ApiKeyRow.tenant_id == tenant]
+        if user is not None:
+            where.append(ApiKeyRow.user_id == user)
+            if agent is not None:
+                where.append(ApiKeyRow.agent_id == agent)
+        try:
+            with self._db.session(tenant) as sess:
+                result = sess.execute(delete(ApiKeyRow).where(*where))
+                return int(result.rowcount)  # type: ignore[attr-defined]
+        finally:
+            self.verified.invalidate()
 
 
 _KEY_BY_ID = DriverStatement(
