@@ -8,6 +8,7 @@ stopped at the end. Prints throughput, p50/p95/p99 per operation and the errors.
 
 Run: .venv/bin/python -m bench.load [--clients 8] [--seconds 20] [--mix add=3,search=4,get=2,list=1]
      [--amem on|off]  (A-MEM in the server: on is the service default)
+     [--set NAME=VALUE ...]  (server settings, as MEMVAULT_<NAME>)
 
 A/B in one session: `--src DIR` serves from another source tree (e.g. a copy of `src/` taken
 before a change) with this venv's packages, so the two can be run alternately on one machine.
@@ -67,12 +68,19 @@ def parse_mix(spec: str) -> dict[str, int]:
 class Server:
     """`memvault serve` in its own process group, on a fresh data directory."""
 
-    def __init__(self, data: Path, src: Path | None = None, amem: bool = True) -> None:
+    def __init__(
+        self,
+        data: Path,
+        src: Path | None = None,
+        amem: bool = True,
+        settings: dict[str, str] | None = None,
+    ) -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         env = {k: v for k, v in os.environ.items() if not k.startswith("MEMVAULT_")}
         env["MEMVAULT_OPERATOR_KEY"] = OPERATOR_KEY
         env["MEMVAULT_AMEM"] = "on" if amem else "off"
+        env.update({f"MEMVAULT_{k.upper()}": v for k, v in (settings or {}).items()})
         if src is not None:
             env["PYTHONPATH"] = str(src.resolve())
         argv = ["serve", "--port", str(self.port), "--data-dir", str(data)]
@@ -247,9 +255,10 @@ def run(
     mix: dict[str, int],
     src: Path | None = None,
     amem: bool = True,
+    settings: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
-        server = Server(Path(tmp) / "data", src, amem)
+        server = Server(Path(tmp) / "data", src, amem, settings)
         try:
             keys = setup_keys(server.base, clients)
             samples: dict[str, list[float]] = defaultdict(list)
@@ -315,11 +324,24 @@ def main(argv: Sequence[str] | None = None) -> None:
         default="on",
         help="A-MEM in the server (on: the service default; off: raw storage, as mem0 infer=False)",
     )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a server setting, as MEMVAULT_<NAME> (repeatable), e.g. --set read_threads=4",
+    )
     args = parser.parse_args(argv)
+    settings = dict(item.split("=", 1) for item in args.set if "=" in item)
+    if len(settings) != len(args.set):
+        raise SystemExit("--set takes NAME=VALUE")
     if not (1 <= args.clients <= 64 and 1 <= args.seconds <= 600):
         raise SystemExit("--clients must be 1-64 and --seconds 1-600")
-    report = run(args.clients, args.seconds, parse_mix(args.mix), args.src, args.amem == "on")
+    report = run(
+        args.clients, args.seconds, parse_mix(args.mix), args.src, args.amem == "on", settings
+    )
     report["amem"] = args.amem
+    report["settings"] = settings
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2))
     print(

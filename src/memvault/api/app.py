@@ -24,6 +24,7 @@ from memvault.api import (
 from memvault.api.boundary import install_guard
 from memvault.api.errors import install_error_handlers
 from memvault.api.idempotency import install_idempotency
+from memvault.api.lanes import open_read_lane
 from memvault.api.openapi import METRICS_CONTENT_TYPE, install_openapi
 from memvault.compliance.wiring import install as install_compliance
 from memvault.console import install_console
@@ -47,6 +48,7 @@ def create_app(services: Services, *, operator_key: str | None = None) -> FastAP
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        open_read_lane(services.settings.read_threads)
         await to_thread.run_sync(services.start)
         await to_thread.run_sync(compliance.resume)
         try:

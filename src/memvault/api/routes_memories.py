@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel, Field
 
 from memvault.api.deps import AgentDep, ScopedVaultDep, ServicesDep, only_query_params
+from memvault.api.lanes import in_read_lane
 from memvault.api.schemas import (
     AddMemory,
     LinkMemories,
@@ -64,6 +65,7 @@ def add_memory(
 
 
 @router.post("/search", dependencies=[Depends(only_query_params())])
+@in_read_lane
 def search_memories(
     body: SearchMemories, vault: ScopedVaultDep, caller: AgentDep, services: ServicesDep
 ) -> SearchResponse:
@@ -77,6 +79,7 @@ def search_memories(
 
 
 @router.get("", dependencies=[Depends(only_query_params("limit", "offset"))])
+@in_read_lane
 def list_memories(
     vault: ScopedVaultDep,
     limit: Annotated[int, Query(ge=1, le=MAX_LIST_LIMIT)] = 50,
@@ -88,6 +91,7 @@ def list_memories(
 
 
 @router.get("/{note_id}", dependencies=[Depends(only_query_params())])
+@in_read_lane
 def get_memory(note_id: str, vault: ScopedVaultDep) -> NoteOut:
     """One memory; 404 for anything outside the caller's readable scopes."""
     return NoteOut.of(vault.get(note_id))
@@ -154,6 +158,7 @@ class LinksOut(BaseModel):
 
 
 @router.get("/{note_id}/links", dependencies=[Depends(only_query_params())])
+@in_read_lane
 def memory_links(note_id: str, vault: ScopedVaultDep) -> LinksOut:
     """The notes linked to a memory, both directions, that the caller may read."""
     return LinksOut(

@@ -1,0 +1,55 @@
+"""The read lane: memory reads (search, get, list, links) run on a few threads of their own.
+
+FastAPI runs a sync endpoint on anyio's default pool of 40 threads. Under load, eight readers
+then run Python at once and hand the GIL to each other on every C call that releases it
+(SQLite, the socket), tens of thousands of context switches a second on two cores. Reads that
+wait for a thread of the lane instead queue on the event loop, where waiting costs nothing, and
+the lane's threads keep the GIL for longer stretches (docs/performance.md, "Latest").
+
+Writes stay on the default pool: concurrent adds are what group commit batches.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable
+from typing import ParamSpec, TypeVar
+
+from anyio import CapacityLimiter, to_thread
+from anyio.lowlevel import RunVar
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+DEFAULT_READ_THREADS = 2
+_READ_LANE: RunVar[CapacityLimiter] = RunVar("memvault_read_lane")
+
+
+def open_read_lane(threads: int = DEFAULT_READ_THREADS) -> None:
+    """Size the read lane of the running event loop (the app's lifespan calls it)."""
+    _READ_LANE.set(CapacityLimiter(threads))
+
+
+def read_lane() -> CapacityLimiter:
+    """The running event loop's read lane (opened at its default size if the app's lifespan
+    did not run, as in a test client used without `with`)."""
+    try:
+        return _READ_LANE.get()
+    except LookupError:
+        open_read_lane()
+        return _READ_LANE.get()
+
+
+def in_read_lane(endpoint: Callable[P, T]) -> Callable[P, Awaitable[T]]:
+    """A sync endpoint as an async one that runs it on a thread of the read lane.
+
+    FastAPI reads the parameters and the return type through `functools.wraps`' `__wrapped__`,
+    so dependencies, validation and the response model are those of `endpoint`.
+    """
+
+    @functools.wraps(endpoint)
+    async def run(*args: P.args, **kwargs: P.kwargs) -> T:
+        call = functools.partial(endpoint, *args, **kwargs)
+        return await to_thread.run_sync(call, limiter=read_lane())
+
+    return run

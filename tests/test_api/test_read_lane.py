@@ -1,0 +1,146 @@
+"""Memory reads run on the read lane: at most `read_threads` of them at once, the rest wait on
+the event loop; results, validation and errors are those of the plain endpoints."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from memvault.api.app import create_app
+from memvault.vault.factory import Services
+from memvault.vault.service import ScopedVault
+from tests.apiclient import OPERATOR_KEY, Api
+
+ServicesFactory = Callable[..., Services]
+HOLD_S = 0.2
+
+
+class Overlap:
+    """Counts how many calls of a method run at once."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.active = 0
+        self.peak = 0
+
+    def wrap(self, method: Callable[..., Any]) -> Callable[..., Any]:
+        def held(*args: Any, **kwargs: Any) -> Any:
+            with self.lock:
+                self.active += 1
+                self.peak = max(self.peak, self.active)
+            try:
+                time.sleep(HOLD_S)
+                return method(*args, **kwargs)
+            finally:
+                with self.lock:
+                    self.active -= 1
+
+        return held
+
+
+@contextmanager
+def served(services: Services) -> Iterator[TestClient]:
+    """The app with its lifespan run (the lane is sized there), one event loop for every call."""
+    with TestClient(create_app(services, operator_key=OPERATOR_KEY)) as client:
+        yield client
+
+
+def _world(make_services: ServicesFactory, read_threads: int) -> tuple[Services, str]:
+    services = make_services("sqlite")
+    services.settings.read_threads = read_threads
+    api = Api(services)
+    key = api.agent_key("acme", "alice", "planner")
+    api.add(key, "Alice keeps her bicycle in the garden shed")
+    return services, key
+
+
+@pytest.mark.parametrize("read_threads", [1, 2])
+def test_at_most_read_threads_searches_run_at_once(
+    make_services: ServicesFactory, monkeypatch: pytest.MonkeyPatch, read_threads: int
+) -> None:
+    services, key = _world(make_services, read_threads)
+    overlap = Overlap()
+    monkeypatch.setattr(ScopedVault, "search", overlap.wrap(ScopedVault.search))
+    with served(services) as client, ThreadPoolExecutor(6) as pool:
+        calls = [
+            pool.submit(
+                client.post,
+                "/v1/memories/search",
+                headers={"Authorization": f"Bearer {key}"},
+                json={"query": "where is the bicycle"},
+            )
+            for _ in range(6)
+        ]
+        responses = [c.result() for c in calls]
+    assert [r.status_code for r in responses] == [200] * 6
+    assert all(r.json()["results"][0]["text"].startswith("Alice keeps") for r in responses)
+    assert overlap.peak == read_threads
+
+
+def test_a_wider_lane_runs_reads_side_by_side(
+    make_services: ServicesFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The instrument above can see overlap: with six threads, gets do run together."""
+    services, key = _world(make_services, 6)
+    note_id = Api(services).call("GET", "/v1/memories", key).json()["items"][0]["id"]
+    overlap = Overlap()
+    monkeypatch.setattr(ScopedVault, "get", overlap.wrap(ScopedVault.get))
+    with served(services) as client, ThreadPoolExecutor(6) as pool:
+        calls = [
+            pool.submit(
+                client.get, f"/v1/memories/{note_id}", headers={"Authorization": f"Bearer {key}"}
+            )
+            for _ in range(6)
+        ]
+        assert [c.result().status_code for c in calls] == [200] * 6
+    assert overlap.peak >= 3
+
+
+def test_writes_are_not_held_to_the_read_lane(
+    make_services: ServicesFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    services, key = _world(make_services, 1)
+    overlap = Overlap()
+    monkeypatch.setattr(ScopedVault, "add", overlap.wrap(ScopedVault.add))
+    with served(services) as client, ThreadPoolExecutor(4) as pool:
+        calls = [
+            pool.submit(
+                client.post,
+                "/v1/memories",
+                headers={"Authorization": f"Bearer {key}"},
+                json={"text": f"Alice planted {n} rows of beans in the spring"},
+            )
+            for n in range(4)
+        ]
+        assert [c.result().status_code for c in calls] == [201] * 4
+    assert overlap.peak >= 2
+
+
+def test_lane_endpoints_keep_their_contract(make_services: ServicesFactory) -> None:
+    services, key = _world(make_services, 2)
+    with served(services) as client:
+        auth = {"Authorization": f"Bearer {key}"}
+        bad = client.post("/v1/memories/search", headers=auth, json={"query": "x", "limit": 0})
+        assert bad.status_code == 422 and bad.json()["error"]["code"] == "invalid_request"
+        unknown = client.get("/v1/memories?user_id=bob", headers=auth)
+        assert unknown.status_code == 422
+        missing = client.get("/v1/memories/00000000-0000-4000-8000-000000000000", headers=auth)
+        assert missing.status_code == 404
+        forged = client.get("/v1/memories", headers={"Authorization": "Bearer nope"})
+        assert forged.status_code == 401
+        listed = client.get("/v1/memories?limit=5", headers=auth).json()
+        assert listed["total"] == 1 and listed["limit"] == 5
+        note_id = listed["items"][0]["id"]
+        assert client.get(f"/v1/memories/{note_id}/links", headers=auth).json() == {"links": []}
+    spec = create_app(services).openapi()["paths"]["/v1/memories/search"]["post"]
+    assert spec["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith(
+        "SearchMemories"
+    )
+    assert "200" in spec["responses"]
