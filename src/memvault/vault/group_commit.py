@@ -71,12 +71,16 @@ class Arrival:
 
 
 class _Job:
-    __slots__ = ("done", "outcome", "payload")
+    """A submitted payload. Its writer waits on `wake` alone: set, under the committer's lock,
+    when the job is done or when the writer is to lead the next batch."""
+
+    __slots__ = ("done", "outcome", "payload", "wake")
 
     def __init__(self, payload: Any) -> None:
         self.payload = payload
         self.done = False
         self.outcome: Any = None
+        self.wake = threading.Event()
 
 
 class InFlight:
@@ -164,19 +168,23 @@ class GroupCommitter:
             if arrival is not None:
                 self._close(arrival)
             self._pending.append(job)
-            self._cond.notify_all()
-            while not job.done and self._leading:
-                self._cond.wait()
-            if job.done:
-                return _unwrap(job.outcome)
+            self._cond.notify_all()  # only a leader gathering its batch waits on the condition
+        while True:
+            with self._cond:
+                if job.done:
+                    return _unwrap(job.outcome)
+                if not self._leading:
+                    break
+                job.wake.clear()
+            job.wake.wait()  # until its batch is done, or it is handed the lead
+        with self._cond:
             self._leading = True
             try:
                 batch, waited = self._gather(job)
             except BaseException:  # e.g. interrupted while waiting: withdraw, hand leadership on
                 if job in self._pending:
                     self._pending.remove(job)
-                self._leading = False
-                self._cond.notify_all()
+                self._hand_on()
                 raise
         self._lead(batch, waited)
         return _unwrap(job.outcome)
@@ -190,6 +198,13 @@ class GroupCommitter:
         """How many submitted jobs wait for a leader right now."""
         with self._cond:
             return len(self._pending)
+
+    def _hand_on(self) -> None:
+        """Under the lock, as a leader stops: the oldest waiting job's writer leads next (one
+        writer woken, not every one)."""
+        self._leading = False
+        if self._pending:
+            self._pending[0].wake.set()
 
     def _close(self, arrival: Arrival) -> bool:
         if not arrival.open:
@@ -227,12 +242,12 @@ class GroupCommitter:
             with self._cond:
                 for job, outcome in zip(batch, outcomes, strict=True):
                     job.outcome, job.done = outcome, True
-                self._leading = False
+                    job.wake.set()
                 s = self._stats
                 self._stats = GroupCommitStats(
                     s.batches + 1, s.jobs + len(batch), s.waits + waited, max(s.largest, len(batch))
                 )
-                self._cond.notify_all()
+                self._hand_on()
             count_group_commit(len(batch), waited)
 
 
