@@ -52,6 +52,17 @@ def served(services: Services) -> Iterator[TestClient]:
         yield client
 
 
+def at_once(services: Services, key: str, requests: list[tuple[str, str, Any]]) -> list[Any]:
+    """Send `(method, path, json body or None)` requests all at once to the served app."""
+    auth = {"Authorization": f"Bearer {key}"}
+    with served(services) as client, ThreadPoolExecutor(len(requests)) as pool:
+        calls = [
+            pool.submit(client.request, method, path, headers=auth, json=body)
+            for method, path, body in requests
+        ]
+        return [c.result() for c in calls]
+
+
 def _world(make_services: ServicesFactory, read_threads: int) -> tuple[Services, str]:
     services = make_services("sqlite")
     services.settings.read_threads = read_threads
@@ -68,17 +79,8 @@ def test_at_most_read_threads_searches_run_at_once(
     services, key = _world(make_services, read_threads)
     overlap = Overlap()
     monkeypatch.setattr(ScopedVault, "search", overlap.wrap(ScopedVault.search))
-    with served(services) as client, ThreadPoolExecutor(6) as pool:
-        calls = [
-            pool.submit(
-                client.post,
-                "/v1/memories/search",
-                headers={"Authorization": f"Bearer {key}"},
-                json={"query": "where is the bicycle"},
-            )
-            for _ in range(6)
-        ]
-        responses = [c.result() for c in calls]
+    search = ("POST", "/v1/memories/search", {"query": "where is the bicycle"})
+    responses = at_once(services, key, [search] * 6)
     assert [r.status_code for r in responses] == [200] * 6
     assert all(r.json()["results"][0]["text"].startswith("Alice keeps") for r in responses)
     assert overlap.peak == read_threads
@@ -92,14 +94,8 @@ def test_a_wider_lane_runs_reads_side_by_side(
     note_id = Api(services).call("GET", "/v1/memories", key).json()["items"][0]["id"]
     overlap = Overlap()
     monkeypatch.setattr(ScopedVault, "get", overlap.wrap(ScopedVault.get))
-    with served(services) as client, ThreadPoolExecutor(6) as pool:
-        calls = [
-            pool.submit(
-                client.get, f"/v1/memories/{note_id}", headers={"Authorization": f"Bearer {key}"}
-            )
-            for _ in range(6)
-        ]
-        assert [c.result().status_code for c in calls] == [200] * 6
+    responses = at_once(services, key, [("GET", f"/v1/memories/{note_id}", None)] * 6)
+    assert [r.status_code for r in responses] == [200] * 6
     assert overlap.peak >= 3
 
 
@@ -109,17 +105,8 @@ def test_writes_are_not_held_to_the_read_lane(
     services, key = _world(make_services, 1)
     overlap = Overlap()
     monkeypatch.setattr(ScopedVault, "add", overlap.wrap(ScopedVault.add))
-    with served(services) as client, ThreadPoolExecutor(4) as pool:
-        calls = [
-            pool.submit(
-                client.post,
-                "/v1/memories",
-                headers={"Authorization": f"Bearer {key}"},
-                json={"text": f"Alice planted {n} rows of beans in the spring"},
-            )
-            for n in range(4)
-        ]
-        assert [c.result().status_code for c in calls] == [201] * 4
+    adds = [("POST", "/v1/memories", {"text": f"Alice planted {n} beans"}) for n in range(4)]
+    assert [r.status_code for r in at_once(services, key, adds)] == [201] * 4
     assert overlap.peak >= 2
 
 
