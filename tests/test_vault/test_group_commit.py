@@ -355,3 +355,41 @@ def test_scoped_embedding_makes_one_model_call_and_caches_per_scope(embedder: Em
     again = cached.embed_documents(alice, ["coffee", "tea"])  # the same keys as a scope's call
     assert calls == [3]
     np.testing.assert_allclose(again, out[[2, 0]], atol=1e-6)
+
+
+def test_one_batch_runs_at_a_time_and_every_job_gets_its_own_result() -> None:
+    """Many writers at once, on the committer alone: never two leaders (two batches running
+    together), every job answered with its own result, and no writer left waiting."""
+    running = 0
+    overlap = 0
+    lock = threading.Lock()
+
+    def run(payloads: Any) -> list[Any]:
+        nonlocal running, overlap
+        with lock:
+            running += 1
+            overlap = max(overlap, running)
+        time.sleep(0.0005)
+        with lock:
+            running -= 1
+        return [p * 10 for p in payloads]
+
+    committer = group_commit.GroupCommitter(run, window_ms=0.2, max_batch=4)
+    answers: dict[int, Any] = {}
+
+    def writer(w: int) -> None:
+        for n in range(40):
+            job = w * 1000 + n
+            with committer.arriving() as arrival:
+                answers[job] = committer.submit(job, arrival)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(SYNC_TIMEOUT)
+    assert not any(t.is_alive() for t in threads)
+    assert answers == {w * 1000 + n: (w * 1000 + n) * 10 for w in range(12) for n in range(40)}
+    stats = committer.stats()
+    assert overlap == 1 and stats.jobs == 480 and stats.largest <= 4
+    assert stats.batches < 480  # writers did share batches

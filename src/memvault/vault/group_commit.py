@@ -173,19 +173,18 @@ class GroupCommitter:
             with self._cond:
                 if job.done:
                     return _unwrap(job.outcome)
-                if not self._leading:
+                if not self._leading:  # taken in the same hold of the lock: one leader at a time
+                    self._leading = True
+                    try:
+                        batch, waited = self._gather(job)
+                    except BaseException:  # e.g. interrupted while waiting: withdraw, hand on
+                        if job in self._pending:
+                            self._pending.remove(job)
+                        self._hand_on()
+                        raise
                     break
                 job.wake.clear()
             job.wake.wait()  # until its batch is done, or it is handed the lead
-        with self._cond:
-            self._leading = True
-            try:
-                batch, waited = self._gather(job)
-            except BaseException:  # e.g. interrupted while waiting: withdraw, hand leadership on
-                if job in self._pending:
-                    self._pending.remove(job)
-                self._hand_on()
-                raise
         self._lead(batch, waited)
         return _unwrap(job.outcome)
 
