@@ -32,7 +32,6 @@ from memvault.errors import InvalidRequest, NotFound, PermissionDenied, ScreenRe
 from memvault.scope import WILDCARD_READER
 from memvault.vault.fields import MAX_QUERY_CHARS, MAX_SEARCH_LIMIT, MAX_TEXT_CHARS, check_string
 from memvault.vault.notes import Note
-from memvault.vault.screen_gate import keyed_pseudonym
 from memvault.vault.service import ScopedVault
 
 ROLES = ("user", "assistant", "system", "tool")
@@ -206,9 +205,13 @@ class DialogueGate:
     def _screen(self, fact: str) -> str:
         """The fact as the write screen lets it through (PII redacted); `ScreenRefused` else."""
         parts = self.view.vault.parts
-        pseudonym = keyed_pseudonym(parts.keyring.index_key(self.view.scope.tenant).tag)
         screened = parts.gate.screen_note(
-            self.view.scope, text=fact, source=None, topics=None, shared=False, pseudonym=pseudonym
+            self.view.scope,
+            text=fact,
+            source=None,
+            topics=None,
+            shared=False,
+            pseudonym=self.view.pii_pseudonym(),
         )
         return screened.text
 

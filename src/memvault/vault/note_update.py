@@ -18,7 +18,7 @@ from memvault.scope import SHARED_AGENT
 from memvault.vault.drafts import ACTIVE, content_hash, staged_view, swap_in_next
 from memvault.vault.fields import check_readers, check_source, check_text, check_topics
 from memvault.vault.notes import Note
-from memvault.vault.screen_gate import ScreenedNote, keyed_pseudonym
+from memvault.vault.screen_gate import ScreenedNote
 from memvault.vault.session_index import SessionIndexer
 from memvault.vault.sessions import INDEX_VERSION
 from memvault.vault.store.models import NoteRow
@@ -69,7 +69,7 @@ class NoteUpdater:
                 source=checked_source,
                 topics=new_topics,
                 shared=row.agent_id == SHARED_AGENT,
-                pseudonym=keyed_pseudonym(self._parts.keyring.index_key(self.scope.tenant).tag),
+                pseudonym=self._view.pii_pseudonym(),
             )
             current = self._vault.decrypt_row(row)
             return self._stage_and_swap(row, current, text, screened, new_topics, new_readers)

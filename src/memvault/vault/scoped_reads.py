@@ -21,6 +21,7 @@ from memvault.vault.ids import canonical_uuid
 from memvault.vault.index.base import Hit, PointFilter
 from memvault.vault.links import note_has_links
 from memvault.vault.notes import Note, SearchHit
+from memvault.vault.screen_gate import Pseudonym, keyed_pseudonym
 from memvault.vault.store.driver_sql import DriverStatement
 from memvault.vault.store.models import NoteRow
 from memvault.vault.store.records import RECORD_COLUMNS, NoteFields, NoteRecord, record_of
@@ -61,6 +62,11 @@ class ScopedReads:
             agent_tag(tag, self.scope.agent),
             agent_tag(tag, WILDCARD_READER),
         )
+
+    def pii_pseudonym(self) -> Pseudonym:
+        """The keyed pseudonym the write screen puts in this tenant's PII placeholders (under
+        the same index key as `index_tags`)."""
+        return keyed_pseudonym(self._parts.keyring.index_key(self.scope.tenant).tag)
 
     def hydrate(self, hits: Sequence[Hit], via: str = "search") -> list[SearchHit]:
         """Load and decrypt the notes behind index hits, re-checking every one's scope."""

@@ -48,7 +48,6 @@ from memvault.vault.group_commit import Arrival, StoreJob
 from memvault.vault.ids import canonical_uuid, uuid7
 from memvault.vault.links import delete_links_of
 from memvault.vault.notes import Note
-from memvault.vault.screen_gate import Pseudonym, keyed_pseudonym
 from memvault.vault.session_index import NewNote, SessionIndexer
 from memvault.vault.sessions import (
     INDEX_VERSION,
@@ -93,9 +92,6 @@ class NoteWriter:
         self.new_ids: set[str] = set()
         """The notes the last `add_many` stored (the others it returned were live twins)."""
         self._arrival: Arrival | None = None
-
-    def _pseudonym(self) -> Pseudonym:
-        return keyed_pseudonym(self._parts.keyring.index_key(self.scope.tenant).tag)
 
     # -- add ----------------------------------------------------------------------------------
 
@@ -217,7 +213,7 @@ class NoteWriter:
             source=source,
             topics=topics,
             shared=shared,
-            pseudonym=self._pseudonym(),
+            pseudonym=self._view.pii_pseudonym(),
         )
         storage = self.scope.shared if shared else self.scope
         index_key = self._parts.keyring.index_key(self.scope.tenant)
