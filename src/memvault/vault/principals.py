@@ -135,15 +135,8 @@ class ApiKeys:
 
         A token without the tenant-key prefix is the operator key or nothing.
         """
-        scheme, _, token = header.partition(" ")
-        token = token.strip()
-        if scheme.lower() != "bearer" or not token:
-            raise AuthenticationError("missing bearer api key")
-        if not token.startswith(TOKEN_PREFIX):
-            if operator_key and operator_matches(operator_key, token):
-                return operator_principal()
-            raise AuthenticationError("invalid or revoked api key")
-        return self.authenticate(token)
+        bearer = _bearer(header, operator_key)
+        return bearer if isinstance(bearer, Principal) else self.authenticate(bearer)
 
     def revoke_scope(self, tenant: str, user: str, agent: str | None = None) -> int:
         """Revoke every live key of a user (or of one agent of a user); returns how many."""
@@ -191,11 +184,10 @@ class ApiKeys:
         """`from_authorization` when it needs no database read (the operator key, a key
         verified less than `cache_seconds` ago); None when it does. Raises as
         `from_authorization` for a malformed header. Safe to call on an event loop."""
-        scheme, _, token = header.partition(" ")
-        token = token.strip()
-        if scheme.lower() != "bearer" or not token or not token.startswith(TOKEN_PREFIX):
-            return self.from_authorization(header, operator_key)  # no I/O on these paths
-        tenant, key_id, secret = split_token(token)
+        bearer = _bearer(header, operator_key)
+        if isinstance(bearer, Principal):
+            return bearer
+        tenant, key_id, secret = split_token(bearer)
         return self.verified.get(tenant, key_id, sha256_hex(secret))
 
     def delete_tenant(self, tenant: str) -> int:
@@ -229,6 +221,20 @@ _KEY_BY_ID = DriverStatement(
     "select",
 )
 """Every request's key lookup, on the driver's cursor (`driver_sql`)."""
+
+
+def _bearer(header: str, operator_key: str | None) -> Principal | str:
+    """What an `Authorization` header presents, without I/O: the operator's principal, or a
+    tenant key's token (`mvk_...`) still to authenticate; AuthenticationError otherwise."""
+    scheme, _, token = header.partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise AuthenticationError("missing bearer api key")
+    if token.startswith(TOKEN_PREFIX):
+        return token
+    if operator_key and operator_matches(operator_key, token):
+        return operator_principal()
+    raise AuthenticationError("invalid or revoked api key")
 
 
 def operator_principal() -> Principal:
