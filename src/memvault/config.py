@@ -9,6 +9,9 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+DEFAULT_READ_THREADS = 8
+"""`Settings.read_threads` (`memvault.api.lanes`): restricts nothing at eight clients."""
+
 
 class Settings(BaseSettings):
     """Where memvault keeps its data and which backends it uses.
@@ -45,7 +48,7 @@ class Settings(BaseSettings):
     """How long a batch's leader waits for writers still preparing (never when none are)."""
     consolidate_at: str = Field(default="02:30", pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
     """Daily consolidation time, in each tenant's timezone (policy `timezone`, default UTC)."""
-    read_threads: int = Field(default=8, ge=1, le=64)
+    read_threads: int = Field(default=DEFAULT_READ_THREADS, ge=1, le=64)
     """Threads that serve memory reads (search, get, list, links) in `memvault serve`."""
     key_cache_seconds: float | None = Field(default=None, ge=0, le=60)
     """How long a verified API key is trusted without a database read (`ApiKeys`). Unset:

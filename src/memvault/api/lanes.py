@@ -19,16 +19,19 @@ from typing import ParamSpec, TypeVar
 from anyio import CapacityLimiter, to_thread
 from anyio.lowlevel import RunVar
 
+from memvault.config import DEFAULT_READ_THREADS
+
 P = ParamSpec("P")
 T = TypeVar("T")
 
-DEFAULT_READ_THREADS = 8
 _READ_LANE: RunVar[CapacityLimiter] = RunVar("memvault_read_lane")
 
 
-def open_read_lane(threads: int = DEFAULT_READ_THREADS) -> None:
+def open_read_lane(threads: int = DEFAULT_READ_THREADS) -> CapacityLimiter:
     """Size the read lane of the running event loop (the app's lifespan calls it)."""
-    _READ_LANE.set(CapacityLimiter(threads))
+    lane = CapacityLimiter(threads)
+    _READ_LANE.set(lane)
+    return lane
 
 
 def read_lane() -> CapacityLimiter:
@@ -37,8 +40,7 @@ def read_lane() -> CapacityLimiter:
     try:
         return _READ_LANE.get()
     except LookupError:
-        open_read_lane()
-        return _READ_LANE.get()
+        return open_read_lane()
 
 
 def in_read_lane(endpoint: Callable[P, T]) -> Callable[P, Awaitable[T]]:
