@@ -9,11 +9,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal, cast
 
 from sqlalchemy import bindparam, delete, select, update
+from sqlalchemy.orm import Session
 
 from memvault.errors import AuthenticationError, InvalidRequest, NotFound
 from memvault.scope import SHARED_AGENT, Scope, validate_id
@@ -116,7 +118,7 @@ class ApiKeys:
 
     def revoke(self, tenant: str, key_id: str) -> None:
         """Revoke a key of `tenant`; NotFound for a key id the tenant does not have."""
-        with self._db.session(tenant) as sess:
+        with self._changing(tenant) as sess:
             result = sess.execute(
                 update(ApiKeyRow)
                 .where(
@@ -128,7 +130,16 @@ class ApiKeys:
             )
             if result.rowcount == 0:  # type: ignore[attr-defined]
                 raise NotFound("no such key")
-        self.verified.invalidate()
+
+    @contextmanager
+    def _changing(self, tenant: str) -> Iterator[Session]:
+        """A transaction that changes key rows. The verified-key cache is cleared when it
+        ends, committed or not: a commit of unknown outcome must not leave a key cached."""
+        try:
+            with self._db.session(tenant) as sess:
+                yield sess
+        finally:
+            self.verified.invalidate()
 
     def from_authorization(self, header: str, operator_key: str | None) -> Principal:
         """The caller of an `Authorization: Bearer <key>` header; AuthenticationError otherwise.
@@ -147,14 +158,9 @@ class ApiKeys:
         ]
         if agent is not None:
             where.append(ApiKeyRow.agent_id == agent)
-        try:
-            with self._db.session(tenant) as sess:
-                result = sess.execute(
-                    update(ApiKeyRow).where(*where).values(revoked_at=self._clock())
-                )
-                return int(result.rowcount)  # type: ignore[attr-defined]
-        finally:
-            self.verified.invalidate()
+        with self._changing(tenant) as sess:
+            result = sess.execute(update(ApiKeyRow).where(*where).values(revoked_at=self._clock()))
+            return int(result.rowcount)  # type: ignore[attr-defined]
 
     def authenticate(self, token: str) -> Principal:
         """The principal of a valid, unrevoked token; AuthenticationError otherwise."""
@@ -202,12 +208,9 @@ class ApiKeys:
             where.append(ApiKeyRow.user_id == user)
             if agent is not None:
                 where.append(ApiKeyRow.agent_id == agent)
-        try:
-            with self._db.session(tenant) as sess:
-                result = sess.execute(delete(ApiKeyRow).where(*where))
-                return int(result.rowcount)  # type: ignore[attr-defined]
-        finally:
-            self.verified.invalidate()
+        with self._changing(tenant) as sess:
+            result = sess.execute(delete(ApiKeyRow).where(*where))
+            return int(result.rowcount)  # type: ignore[attr-defined]
 
 
 _KEY_BY_ID = DriverStatement(
