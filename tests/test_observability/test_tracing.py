@@ -75,3 +75,27 @@ def test_tracing_turns_on_with_the_env_flag_and_the_sdk(monkeypatch: pytest.Monk
     finally:
         disable_tracing()
     assert not tracing_enabled()
+
+
+def test_a_global_provider_gets_memvault_spans_only(
+    make_services: ServicesFactory, spans: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a global tracer provider set (as MEMVAULT_OTEL=1 sets it), the framework adds none
+    of its own spans or exception logs: those would carry raw paths (note ids) and messages."""
+    trace = pytest.importorskip("opentelemetry.trace")
+    provider = sdk_trace.TracerProvider()
+    provider.add_span_processor(export.SimpleSpanProcessor(spans))
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: provider)
+    api = Api(make_services("sqlite"))
+    key = api.agent_key("acme", "alice", "gardener")
+    note = api.add(key, NOTE)
+    assert api.call("GET", f"/v1/memories/{note['id']}", key).status_code == 200
+    assert api.call("GET", "/v1/memories/nope?x=" + SECRET, key).status_code in (404, 422)
+
+    finished = spans.get_finished_spans()
+    assert "memvault.request" in {s.name for s in finished}
+    assert {s.name for s in finished if not s.name.startswith("memvault.")} == set()
+    for s in finished:
+        for attr, val in (s.attributes or {}).items():
+            for needle in (NOTE, SECRET, key, note["id"]):
+                assert needle not in str(val), (s.name, attr)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 from anyio import to_thread
 from fastapi import FastAPI, Response
@@ -30,6 +31,18 @@ from memvault.compliance.wiring import install as install_compliance
 from memvault.console import install_console
 from memvault.observability import ProcessMetrics, install_request_observer
 from memvault.vault.factory import Services
+
+if TYPE_CHECKING:
+    from fastapi.telemetry import TelemetryConfig
+
+
+FRAMEWORK_TELEMETRY_OFF: TelemetryConfig = {
+    "tracing": False,
+    "metrics": False,
+    "logs": False,
+    "operation_spans": False,
+}
+"""FastAPI's native telemetry, switched off (older FastAPI ignores the unknown argument)."""
 
 
 def create_app(services: Services, *, operator_key: str | None = None) -> FastAPI:
@@ -67,6 +80,10 @@ def create_app(services: Services, *, operator_key: str | None = None) -> FastAP
         lifespan=lifespan,
         docs_url=None,  # served offline by install_openapi
         redoc_url=None,  # ReDoc loads from a CDN
+        # FastAPI's own OpenTelemetry spans and exception logs would carry raw paths (note ids),
+        # query strings and exception messages, and it checks the global providers on every
+        # request. memvault's spans (observability/_tracing.py) hold names and numbers only.
+        telemetry=FRAMEWORK_TELEMETRY_OFF,
     )
     app.state.services = services
     app.state.compliance = compliance
