@@ -157,3 +157,27 @@ def test_the_default_lifetime_depends_on_the_store(make_services: ServicesFactor
     assert pg.resolved_key_cache_seconds() == 0.0
     tuned = Settings(database_url=pg.database_url, key_cache_seconds=5)
     assert tuned.resolved_key_cache_seconds() == 5
+
+
+def test_a_request_hashes_the_secret_once_on_a_miss_and_on_a_hit(
+    make_services: ServicesFactory, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`present` parses and hashes; `verify` reads the row without hashing or asking the cache
+    again; the next `present` answers from the cache."""
+    import memvault.vault.principals as principals
+
+    services = _services(make_services, backend)
+    keys = services.keys
+    issued = keys.issue("acme", "alice", "planner", "agent")
+    hashed: list[str] = []
+    real = principals.sha256_hex
+    monkeypatch.setattr(principals, "sha256_hex", lambda s: hashed.append(s) or real(s))
+    found = keys.present(_bearer(issued.api_key), None)
+    assert isinstance(found, principals.PresentedKey) and found.key_id == issued.key_id
+    assert keys.verify(found).key_id == issued.key_id
+    assert len(hashed) == 1
+    assert keys.present(_bearer(issued.api_key), None) == keys.verify(found)
+    assert len(hashed) == 2
+    forged = principals.PresentedKey("acme", issued.key_id, real("not the secret"))
+    with pytest.raises(AuthenticationError):
+        keys.verify(forged)

@@ -37,7 +37,7 @@ leaves `(authorization header, principal)`, so the key is looked up once per req
 async def get_principal(request: Request, services: ServicesDep) -> Principal:
     """The caller, from `Authorization: Bearer <key>`; 401 for anything else.
 
-    A key verified recently (`ApiKeys.cached`) is answered on the event loop; only a key that
+    A key verified recently (`ApiKeys.present`) is answered on the event loop; only a key that
     needs a database read goes to the thread pool, so most requests make one thread hop (the
     endpoint's), not two.
     """
@@ -46,11 +46,10 @@ async def get_principal(request: Request, services: ServicesDep) -> Principal:
     if known is not None and known[0] == header:
         authenticated: Principal = known[1]
         return authenticated
-    operator_key = request.app.state.operator_key
-    cached = services.keys.cached(header, operator_key)
-    if cached is not None:
-        return cached
-    return await to_thread.run_sync(services.keys.from_authorization, header, operator_key)
+    found = services.keys.present(header, request.app.state.operator_key)
+    if isinstance(found, Principal):
+        return found
+    return await to_thread.run_sync(services.keys.verify, found)
 
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]

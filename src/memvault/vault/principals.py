@@ -164,15 +164,14 @@ class ApiKeys:
 
     def authenticate(self, token: str) -> Principal:
         """The principal of a valid, unrevoked token; AuthenticationError otherwise."""
-        tenant, key_id, secret = split_token(token)
-        try:
-            validate_id(tenant, "tenant_id")
-        except InvalidRequest as exc:
-            raise AuthenticationError("malformed api key") from exc
-        digest = sha256_hex(secret)
-        cached = self.verified.get(tenant, key_id, digest)
-        if cached is not None:
-            return cached
+        presented = _present(token)
+        cached = self.verified.get(presented.tenant, presented.key_id, presented.digest)
+        return cached if cached is not None else self.verify(presented)
+
+    def verify(self, presented: PresentedKey) -> Principal:
+        """Look a presented key up in the database (no cache): its principal when it is valid
+        and unrevoked, AuthenticationError otherwise. The answer is cached for `present`."""
+        tenant, key_id, digest = presented.tenant, presented.key_id, presented.digest
         generation = self.verified.generation
         with self._db.driver_transaction(tenant) as conn:
             found = _KEY_BY_ID.rows(conn, {"tenant_id": tenant, "key_id": key_id})
@@ -186,15 +185,23 @@ class ApiKeys:
         self.verified.put(tenant, key_id, digest, principal, generation)
         return principal
 
-    def cached(self, header: str, operator_key: str | None) -> Principal | None:
-        """`from_authorization` when it needs no database read (the operator key, a key
-        verified less than `cache_seconds` ago); None when it does. Raises as
-        `from_authorization` for a malformed header. Safe to call on an event loop."""
+    def present(self, header: str, operator_key: str | None) -> Principal | PresentedKey:
+        """What an `Authorization` header proves without a database read: the principal (the
+        operator key, or a key verified less than `cache_seconds` ago), else the parsed and
+        hashed key for `verify`. Raises AuthenticationError for a malformed header. Safe to
+        call on an event loop; the secret is hashed once per request either way."""
         bearer = _bearer(header, operator_key)
         if isinstance(bearer, Principal):
             return bearer
-        tenant, key_id, secret = split_token(bearer)
-        return self.verified.get(tenant, key_id, sha256_hex(secret))
+        presented = _present(bearer)
+        cached = self.verified.get(presented.tenant, presented.key_id, presented.digest)
+        return cached if cached is not None else presented
+
+    def cached(self, header: str, operator_key: str | None) -> Principal | None:
+        """`from_authorization` when it needs no database read (`present`); None when it
+        does. Raises as `from_authorization` for a malformed header."""
+        found = self.present(header, operator_key)
+        return found if isinstance(found, Principal) else None
 
     def delete_tenant(self, tenant: str) -> int:
         """Remove every key of a tenant (tenant deletion)."""
@@ -224,6 +231,24 @@ _KEY_BY_ID = DriverStatement(
     "select",
 )
 """Every request's key lookup, on the driver's cursor (`driver_sql`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PresentedKey:
+    """A tenant key as presented: its tenant and key id, and the SHA-256 of its secret."""
+
+    tenant: str
+    key_id: str
+    digest: str
+
+
+def _present(token: str) -> PresentedKey:
+    tenant, key_id, secret = split_token(token)
+    try:
+        validate_id(tenant, "tenant_id")
+    except InvalidRequest as exc:
+        raise AuthenticationError("malformed api key") from exc
+    return PresentedKey(tenant, key_id, sha256_hex(secret))
 
 
 def _bearer(header: str, operator_key: str | None) -> Principal | str:
