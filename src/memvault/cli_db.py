@@ -8,7 +8,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from memvault.config import Settings
+from memvault.config import Settings, is_postgres_url
 
 db_app = typer.Typer(help="Database administration (on PostgreSQL, as the tables' owner).")
 
@@ -65,7 +65,7 @@ def vacuum() -> None:
 
     settings = Settings()
     admin_url = settings.database_admin_url
-    if not admin_url or not admin_url.startswith("postgresql"):
+    if not admin_url or not is_postgres_url(admin_url):
         _fail("memvault db vacuum needs MEMVAULT_DATABASE_ADMIN_URL (PostgreSQL, the owner)")
     try:
         done = vacuum_tables(admin_url, settings.db_schema, ERASE_TABLES)
@@ -86,7 +86,7 @@ def _upgrade(data_dir: Path | None) -> None:
     app_url = settings.resolved_database_url()
     admin_url = settings.database_admin_url or app_url
     role = settings.db_app_role
-    if not admin_url.startswith("postgresql"):
+    if not is_postgres_url(admin_url):
         from memvault.vault.datadir import private_dir, private_sqlite_file
 
         private_dir(settings.data_dir)
@@ -95,7 +95,7 @@ def _upgrade(data_dir: Path | None) -> None:
         typer.echo(f"memvault db upgrade: schema at revision {head}")
         return
     password = None
-    if admin_url != app_url and app_url.startswith("postgresql"):
+    if admin_url != app_url and is_postgres_url(app_url):
         parsed = make_url(app_url)
         if parsed.username == role:
             password = parsed.password if isinstance(parsed.password, str) else None

@@ -10,6 +10,13 @@ from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_READ_THREADS = 8
+
+
+def is_postgres_url(url: str) -> bool:
+    """Whether a database URL names PostgreSQL (any driver); anything else is SQLite."""
+    return url.startswith("postgresql")
+
+
 """`Settings.read_threads` (`memvault.api.lanes`): restricts nothing at eight clients."""
 
 
@@ -75,7 +82,7 @@ class Settings(BaseSettings):
     def resolved_key_cache_seconds(self) -> float:
         if self.key_cache_seconds is not None:
             return self.key_cache_seconds
-        return 0.0 if self.resolved_database_url().startswith("postgresql") else 2.0
+        return 0.0 if is_postgres_url(self.resolved_database_url()) else 2.0
 
     def resolved_master_key_file(self) -> Path:
         return self.master_key_file or self.data_dir / "master.key"

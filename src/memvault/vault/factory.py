@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from memvault.config import Settings
+from memvault.config import Settings, is_postgres_url
 from memvault.keyring import EnvMasterKey, FileMasterKey, Keyring, MasterKeyProvider
 from memvault.vault.audit import AuditLog
 from memvault.vault.datadir import DataDirLock, needs_lock, private_dir, private_sqlite_file
@@ -171,7 +171,7 @@ def _open_parts(
     db = Database(
         database_url,
         schema=settings.db_schema,
-        maintenance_url=admin_url if admin_url and admin_url.startswith("postgresql") else None,
+        maintenance_url=admin_url if admin_url and is_postgres_url(admin_url) else None,
     )
     opened.append(db.dispose)
     db.migrate()

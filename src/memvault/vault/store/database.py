@@ -27,6 +27,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, select, text
 from sqlalchemy.exc import ProgrammingError
 from sqlalchemy.orm import Session, sessionmaker
 
+from memvault.config import is_postgres_url
 from memvault.errors import VaultError
 from memvault.observability import instrument_engine
 from memvault.vault.store.driver_sql import DriverConnection
@@ -77,7 +78,7 @@ class Database:
         self.url = url
         # PostgreSQL: the owner's URL, used only to VACUUM after an erase (see store/vacuum.py).
         self.maintenance_url = maintenance_url
-        self.is_postgres = url.startswith("postgresql")
+        self.is_postgres = is_postgres_url(url)
         self.schema = schema
         self.engine: Engine = _make_engine(url, schema)
         instrument_engine(self.engine)  # memvault_sql_seconds per statement (no SQL text kept)
@@ -217,7 +218,7 @@ def upgrade_database(
     Idempotent; serialised cluster-wide by an advisory lock.
     """
     head = str(_script().get_current_head())
-    if not admin_url.startswith("postgresql"):
+    if not is_postgres_url(admin_url):
         db = Database(admin_url, schema=schema)
         try:
             db.migrate()
@@ -253,14 +254,14 @@ def upgrade_database(
 
 def _make_engine(url: str, schema: str | None) -> Engine:
     kwargs: dict[str, Any] = {"future": True}
-    if url.startswith("postgresql"):
+    if is_postgres_url(url):
         kwargs["pool_pre_ping"] = True
         if schema:
             kwargs["connect_args"] = {"options": f"-csearch_path={schema}"}
     else:
         kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
     engine = create_engine(url, **kwargs)
-    if not url.startswith("postgresql"):
+    if not is_postgres_url(url):
         event.listen(engine, "connect", _on_sqlite_connect)
     return engine
 
