@@ -164,14 +164,16 @@ class GroupCommitter:
                     self._close(arrival)
             return _unwrap(self._run([payload])[0])
         job = _Job(payload)
-        with self._cond:
-            if arrival is not None:
-                self._close(arrival)
-            self._pending.append(job)
-            self._cond.notify_all()  # only a leader gathering its batch waits on the condition
+        queued = False
         while True:
-            with self._cond:
-                if job.done:
+            with self._cond:  # one hold queues the job and, if no one leads, takes the lead
+                if not queued:
+                    queued = True
+                    if arrival is not None:
+                        self._close(arrival)
+                    self._pending.append(job)
+                    self._cond.notify_all()  # only a leader gathering its batch waits on it
+                elif job.done:
                     return _unwrap(job.outcome)
                 if not self._leading:  # taken in the same hold of the lock: one leader at a time
                     self._leading = True
