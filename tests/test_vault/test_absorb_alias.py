@@ -101,3 +101,23 @@ def test_absorb_stays_inside_one_storage_scope(services: Services) -> None:
     with pytest.raises(NotFound):  # another user's note does not exist for the caller
         planner.absorb(mine.id, bobs.id)
     assert planner.get(mine.id).id == mine.id  # nothing changed
+
+
+@pytest.mark.parametrize("mode", ["dense", "full"])
+def test_absorbing_a_survivor_moves_its_aliases_to_the_new_survivor(
+    services: Services, mode: str
+) -> None:
+    """B folded into A, then A into C (a late A-MEM job, or consolidation): B's point leads to C,
+    not to A, which is gone too (an alias chain would drop B from every search)."""
+    view = services.vault.scoped(Scope("t1", "alice", "planner"))
+    oldest = view.add(SURVIVOR)
+    middle = view.add(OTHER)
+    newest = view.add(ABSORBED)
+    view.absorb(newest.id, middle.id)
+    view.absorb(middle.id, oldest.id)
+
+    hits = view.search(ABSORBED, limit=3, mode=mode)
+    assert [h.note.id for h in hits][:1] == [oldest.id]
+    assert {middle.id, newest.id}.isdisjoint(h.note.id for h in hits)
+    [point] = services.index.retrieve(view.namespace, [newest.id])
+    assert point.payload["alias_of"] == oldest.id

@@ -46,6 +46,7 @@ from memvault.vault.fields import (
 )
 from memvault.vault.group_commit import Arrival, StoreJob
 from memvault.vault.ids import canonical_uuid, uuid7
+from memvault.vault.index.base import PointFilter
 from memvault.vault.links import delete_links_of
 from memvault.vault.notes import Note
 from memvault.vault.session_index import NewNote, SessionIndexer
@@ -270,7 +271,8 @@ class NoteWriter:
         `alias_of` (A-MEM's absorption, soft delete only): the note was folded into that live
         note of the same storage scope, so its point stays searchable as an alias: a search that
         matches it returns the survivor (`retrieve.follow_aliases`), re-checked in SQL like any
-        hit. The note itself is never returned again.
+        hit. The note itself is never returned again, and the aliases that led to it now lead
+        to the survivor (a note absorbed earlier into this one stays findable: no alias chains).
         """
         with self._vault.note_lock(note_id):
             row = self._view.writable_row(note_id, include_inactive=purge)
@@ -294,7 +296,13 @@ class NoteWriter:
                         updated_at=self._parts.clock(),
                     )
                 )
-            self._parts.index.set_payload(self._view.namespace, [row.id], alias or {"is_active": 0})
+            index, namespace = self._parts.index, self._view.namespace
+            index.set_payload(namespace, [row.id], alias or {"is_active": 0})
+            if alias is not None:
+                user, _ = self._view.index_tags()  # the row's user: it is writable
+                aliased = index.scroll_ids(namespace, PointFilter(user_id=user, alias_of=row.id))
+                if aliased:
+                    index.set_payload(namespace, aliased, alias)
             SessionIndexer(self._vault).refresh_successor(row, removed=True)
 
     def purge(self, row: NoteRow) -> None:
