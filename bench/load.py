@@ -55,6 +55,15 @@ def sentence(rng: random.Random) -> str:
     return f"The {words} plan, item {tag}, is due next week"
 
 
+def kept_id(note: dict[str, Any]) -> str:
+    """The id under which an added note stays readable: A-MEM may fold a new note into another
+    one (EVOLVE, EXPAND, MERGE), and then the absorbed id answers 404 (docs/amem.md)."""
+    evolution = note.get("evolution") or {}
+    if evolution.get("action") in ("EVOLVE", "EXPAND", "MERGE") and evolution.get("target_id"):
+        return str(evolution["target_id"])
+    return str(note["id"])
+
+
 def parse_mix(spec: str) -> dict[str, int]:
     mix = {}
     for part in spec.split(","):
@@ -197,7 +206,7 @@ def client_loop(
         for _ in range(5):  # seed: something to search, get and list
             status, body = http.call("POST", "/v1/memories", {"text": sentence(rng)})
             if status == 201:
-                ids.append(body["id"])
+                ids.append(kept_id(body))
                 texts.append(body["text"])
     except (OSError, http.client.HTTPException):
         pass
@@ -217,7 +226,7 @@ def client_loop(
             if op == "add":
                 status, body = http.call("POST", "/v1/memories", {"text": sentence(rng)})
                 if status == 201:
-                    ids.append(body["id"])
+                    ids.append(kept_id(body))
                     texts.append(body["text"])
             elif op == "search":
                 query = " ".join(rng.choice(texts).split()[1:5])
