@@ -82,6 +82,7 @@ def _payload_indexes() -> dict[str, Any]:
         "note_type": KeywordIndexParams(),
         "topic_tags": KeywordIndexParams(),
         "is_active": IntegerIndexParams(lookup=True, range=False),
+        "alias_of": KeywordIndexParams(),  # absorbing a survivor moves its aliases (writes.py)
     }
 
 
