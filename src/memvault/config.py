@@ -10,14 +10,12 @@ from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_READ_THREADS = 8
+"""`Settings.read_threads` (`memvault.api.lanes`): restricts nothing at eight clients."""
 
 
 def is_postgres_url(url: str) -> bool:
     """Whether a database URL names PostgreSQL (any driver); anything else is SQLite."""
     return url.startswith("postgresql")
-
-
-"""`Settings.read_threads` (`memvault.api.lanes`): restricts nothing at eight clients."""
 
 
 class Settings(BaseSettings):
