@@ -33,6 +33,7 @@ from memvault.vault.drafts import (
     content_hash,
     staged_view,
     swap_in_next,
+    user_tag,
 )
 from memvault.vault.fields import (
     check_note_type,
@@ -299,8 +300,9 @@ class NoteWriter:
             index, namespace = self._parts.index, self._view.namespace
             index.set_payload(namespace, [row.id], alias or {"is_active": 0})
             if alias is not None:
-                user, _ = self._view.index_tags()  # the row's user: it is writable
-                aliased = index.scroll_ids(namespace, PointFilter(user_id=user, alias_of=row.id))
+                tag = self._parts.keyring.index_key(row.tenant_id).tag  # as the point holds it
+                where = PointFilter(user_id=user_tag(tag, row.user_id), alias_of=row.id)
+                aliased = index.scroll_ids(namespace, where)
                 if aliased:
                     index.set_payload(namespace, aliased, alias)
             SessionIndexer(self._vault).refresh_successor(row, removed=True)
