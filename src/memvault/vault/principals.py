@@ -164,9 +164,8 @@ class ApiKeys:
 
     def authenticate(self, token: str) -> Principal:
         """The principal of a valid, unrevoked token; AuthenticationError otherwise."""
-        presented = _present(token)
-        cached = self.verified.get(presented.tenant, presented.key_id, presented.digest)
-        return cached if cached is not None else self.verify(presented)
+        found = self._recall(_present(token))
+        return found if isinstance(found, Principal) else self.verify(found)
 
     def verify(self, presented: PresentedKey) -> Principal:
         """Look a presented key up in the database (no cache): its principal when it is valid
@@ -193,7 +192,10 @@ class ApiKeys:
         bearer = _bearer(header, operator_key)
         if isinstance(bearer, Principal):
             return bearer
-        presented = _present(bearer)
+        return self._recall(_present(bearer))
+
+    def _recall(self, presented: PresentedKey) -> Principal | PresentedKey:
+        """The principal the cache holds for `presented`, else `presented` itself."""
         cached = self.verified.get(presented.tenant, presented.key_id, presented.digest)
         return cached if cached is not None else presented
 
