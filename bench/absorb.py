@@ -1,8 +1,8 @@
 """What absorbing a note costs, and the share of it that moves the absorbed note's own aliases.
 
 One user holds `--notes` notes (A-MEM off, so nothing is absorbed behind the bench's back). Then
-`--absorbs` times: note 2i+1 is absorbed into note 2i, after an earlier note was absorbed into
-2i+1 (so each absorb has one alias to move, as when a survivor is absorbed in its turn). Each
+`--absorbs` times, on notes 3i, 3i+1 and 3i+2: note 3i+2 is absorbed into 3i+1, then 3i+1 into
+3i (so each timed absorb has one alias to move, as when a survivor is absorbed in its turn). Each
 `ScopedVault.absorb` is timed end to end, and so is the partition scroll that finds the aliases
 (`PointFilter(alias_of=)`), the part the alias move adds.
 
