@@ -131,3 +131,35 @@ def test_lane_endpoints_keep_their_contract(make_services: ServicesFactory) -> N
         "SearchMemories"
     )
     assert "200" in spec["responses"]
+
+
+def test_a_write_makes_one_thread_hop(
+    make_services: ServicesFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An add or an update runs on a worker thread once; its response model is checked on the
+    loop, not on a second thread (FastAPI's way for a plain sync endpoint)."""
+    import anyio.to_thread
+
+    services, key = _world(make_services, 2)
+    hops: list[str] = []
+    run_sync = anyio.to_thread.run_sync
+
+    async def counted(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        hops.append(getattr(func, "__name__", type(func).__name__))
+        return await run_sync(func, *args, **kwargs)
+
+    auth = {"Authorization": f"Bearer {key}"}
+    with served(services) as client:
+        assert client.get("/v1/memories", headers=auth).status_code == 200  # the key is cached
+        monkeypatch.setattr(anyio.to_thread, "run_sync", counted)
+        added = client.post("/v1/memories", headers=auth, json={"text": "Alice owns a red kayak"})
+        assert added.status_code == 201 and added.json()["text"] == "Alice owns a red kayak"
+        assert len(hops) == 1
+        note_id = added.json()["id"]
+        updated = client.patch(f"/v1/memories/{note_id}", headers=auth, json={"topics": ["boat"]})
+        assert updated.status_code == 200 and updated.json()["topics"] == ["boat"]
+        assert len(hops) == 2
+    spec = create_app(services).openapi()["paths"]["/v1/memories"]["post"]
+    assert spec["responses"]["201"]["content"]["application/json"]["schema"]["$ref"].endswith(
+        "NoteOut"
+    )

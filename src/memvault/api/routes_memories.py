@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel, Field
 
 from memvault.api.deps import AgentDep, ScopedVaultDep, ServicesDep, only_query_params
-from memvault.api.lanes import in_read_lane
+from memvault.api.lanes import in_read_lane, in_write_pool
 from memvault.api.schemas import (
     AddMemory,
     LinkMemories,
@@ -37,6 +37,7 @@ def _audit(
 
 
 @router.post("", status_code=201, dependencies=[Depends(only_query_params())])
+@in_write_pool
 def add_memory(
     body: AddMemory, vault: ScopedVaultDep, caller: AgentDep, services: ServicesDep
 ) -> NoteOut:
@@ -98,6 +99,7 @@ def get_memory(note_id: str, vault: ScopedVaultDep) -> NoteOut:
 
 
 @router.patch("/{note_id}", dependencies=[Depends(only_query_params())])
+@in_write_pool
 def update_memory(
     note_id: str,
     body: UpdateMemory,
