@@ -8,7 +8,8 @@ them and nothing of the API. What it measures:
 - `instrument_engine(engine)`: seconds per SQL statement, `memvault_sql_seconds{operation}`;
 - `count_refusal`, `count_judge_fallback`, `count_repairs`, `count_amem_jobs`: counters by
   detector, judge, reason, repair kind and A-MEM job event; `count_group_commit`:
-  group-commit batch sizes and leader waits;
+  group-commit batch sizes and leader waits; `count_query_batch`: search queries per
+  embedding model call;
 - `RequestObserver` (installed by the API): request latency by route template and status class,
   per-request totals per stage, the `X-Request-ID` header, and one access log line.
 
@@ -39,6 +40,7 @@ from memvault.observability._metrics import (
     count_amem_jobs,
     count_group_commit,
     count_judge_fallback,
+    count_query_batch,
     count_refusal,
     count_repairs,
 )
@@ -72,6 +74,7 @@ __all__ = [
     "count_amem_jobs",
     "count_group_commit",
     "count_judge_fallback",
+    "count_query_batch",
     "count_refusal",
     "count_repairs",
     "current_request",

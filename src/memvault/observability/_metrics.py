@@ -106,6 +106,14 @@ GROUP_COMMIT_WAITS = Counter(
     registry=REGISTRY,
 )
 
+QUERY_BATCH_SIZE = Histogram(
+    "memvault_query_embedding_batch_size",
+    "Search queries per embedding model call (concurrent searches share one; its count is the "
+    "number of calls)",
+    buckets=(1, 2, 4, 8, 16, 32),
+    registry=REGISTRY,
+)
+
 _NAME = re.compile(r"[^a-z0-9_.:-]+")
 
 
@@ -142,6 +150,11 @@ def count_group_commit(size: int, waited: bool) -> None:
     GROUP_COMMIT_BATCH_SIZE.observe(size)
     if waited:
         GROUP_COMMIT_WAITS.inc()
+
+
+def count_query_batch(size: int, _waited: bool = False) -> None:
+    """Count one embedding model call for `size` concurrent search queries."""
+    QUERY_BATCH_SIZE.observe(size)
 
 
 class ProcessMetrics(Collector):

@@ -23,6 +23,7 @@ from sqlalchemy import func, select
 from memvault.errors import InvalidRequest
 from memvault.keyring import Keyring
 from memvault.scope import Scope
+from memvault.vault.batcher import InFlight
 from memvault.vault.codec import NoteCodec
 from memvault.vault.corpus import CorpusStats
 from memvault.vault.drafts import (
@@ -42,7 +43,7 @@ from memvault.vault.fields import (
     check_text,
     check_topics,
 )
-from memvault.vault.group_commit import DEFAULT_WINDOW_MS, GroupCommitter, InFlight, store_batch
+from memvault.vault.group_commit import DEFAULT_WINDOW_MS, GroupCommitter, store_batch
 from memvault.vault.guard import ScopeGuard
 from memvault.vault.hooks import NoteHooks
 from memvault.vault.index.base import IndexPoint, VectorIndex

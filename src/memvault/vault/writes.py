@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from memvault.errors import InvalidRequest, NotFound
 from memvault.scope import WILDCARD_READER
+from memvault.vault.batcher import Arrival
 from memvault.vault.drafts import (
     ACTIVE,
     STAGED_FIELDS,
@@ -45,7 +46,7 @@ from memvault.vault.fields import (
     check_topics,
     check_ttl,
 )
-from memvault.vault.group_commit import Arrival, StoreJob
+from memvault.vault.group_commit import StoreJob
 from memvault.vault.ids import canonical_uuid, uuid7
 from memvault.vault.index.base import PointFilter
 from memvault.vault.links import delete_links_of

@@ -6,11 +6,15 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
+from memvault.observability import count_query_batch
+from memvault.vault.batcher import Batcher
 from memvault.vault.embed._vectors import as_unit_rows, empty
 from memvault.vault.embed.base import Vectors
 
 ModelT = TypeVar("ModelT")
 ResultT = TypeVar("ResultT")
+QUERY_MAX_BATCH = 32
+"""Search queries embedded in one model call at most (concurrent searches share a call)."""
 
 
 class LazyModel(Generic[ModelT]):
@@ -55,7 +59,14 @@ class LazyEmbedder(Generic[ModelT]):
     """The shared half of every backend: lazy loading, locking, empty batches, unit rows.
 
     A backend says how to build its model (`_build`) and how to encode a batch of documents
-    (`_encode_documents`) and, where queries differ (e5's prefixes), one query (`_encode_query`).
+    (`_encode_documents`) and, where queries differ (e5's prefixes), a batch of queries
+    (`_encode_queries`).
+
+    Concurrent `embed_query` calls share one model call (`Batcher`, no window): while one
+    query is being embedded, the queries that arrive queue and go in the next call together. A
+    lone query runs at once. A short query costs a forward pass of its own mostly in streaming
+    the weights, so eight queries in one call cost about a quarter of eight calls (docs/
+    performance.md). A query's vector does not depend on its batch beyond float rounding.
     """
 
     model_id: str
@@ -63,6 +74,9 @@ class LazyEmbedder(Generic[ModelT]):
 
     def __init__(self) -> None:
         self._model: LazyModel[ModelT] = LazyModel(self._build)
+        self._queries = Batcher(
+            self._embed_queries, max_batch=QUERY_MAX_BATCH, observe=count_query_batch
+        )
 
     def _build(self) -> ModelT:
         raise NotImplementedError
@@ -70,8 +84,8 @@ class LazyEmbedder(Generic[ModelT]):
     def _encode_documents(self, model: ModelT, batch: list[str]) -> Any:
         raise NotImplementedError
 
-    def _encode_query(self, model: ModelT, text: str) -> Any:
-        return self._encode_documents(model, [text])
+    def _encode_queries(self, model: ModelT, batch: list[str]) -> Any:
+        return self._encode_documents(model, batch)
 
     def load(self) -> None:
         """Load the model now rather than on the first request (e.g. at service start)."""
@@ -86,7 +100,12 @@ class LazyEmbedder(Generic[ModelT]):
         return as_unit_rows(raw, self.dimension)
 
     def embed_query(self, text: str) -> Vectors:
-        """Embed one query: shape (dimension,), unit length."""
-        return as_unit_rows(
-            self._model.call(lambda m: self._encode_query(m, text)), self.dimension
-        )[0]
+        """Embed one query: shape (dimension,), unit length (in one model call with the
+        queries of concurrent callers, if any)."""
+        vector: Vectors = self._queries.submit(text)
+        return vector
+
+    def _embed_queries(self, texts: Sequence[str]) -> list[Vectors]:
+        batch = list(texts)
+        raw = self._model.call(lambda m: self._encode_queries(m, batch))
+        return list(as_unit_rows(raw, self.dimension))

@@ -31,5 +31,5 @@ class E5Embedder(LazyEmbedder["E5"]):
     def _encode_documents(self, model: E5, batch: list[str]) -> Any:
         return model.passage(batch)
 
-    def _encode_query(self, model: E5, text: str) -> Any:
-        return model.query([text])
+    def _encode_queries(self, model: E5, batch: list[str]) -> Any:
+        return model.query(batch)
