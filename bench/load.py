@@ -8,6 +8,9 @@ stopped at the end. Prints throughput, p50/p95/p99 per operation and the errors.
 
 Run: .venv/bin/python -m bench.load [--clients 8] [--seconds 20] [--mix add=3,search=4,get=2,list=1]
      [--amem on|off]  (A-MEM in the server: on is the service default)
+     [--queries repeat|distinct]  (repeat: four words of one of the client's notes, so a
+     client asks few distinct queries and most hit the query-embedding cache; distinct: four
+     words drawn from all its notes, so nearly every search embeds its query)
      [--set NAME=VALUE ...]  (server settings, as MEMVAULT_<NAME>)
 
 A/B in one session: `--src DIR` serves from another source tree (e.g. a copy of `src/` taken
@@ -196,6 +199,7 @@ def client_loop(
     samples: dict[str, list[float]],
     errors: Counter[str],
     lock: threading.Lock,
+    distinct: bool = False,
 ) -> None:
     rng = random.Random(seed)
     ops = [name for name, weight in mix.items() for _ in range(weight)]
@@ -229,7 +233,11 @@ def client_loop(
                     ids.append(kept_id(body))
                     texts.append(body["text"])
             elif op == "search":
-                query = " ".join(rng.choice(texts).split()[1:5])
+                if distinct:
+                    words = sorted({w for t in texts for w in t.split()})
+                    query = " ".join(rng.sample(words, min(4, len(words))))
+                else:
+                    query = " ".join(rng.choice(texts).split()[1:5])
                 status, _ = http.call("POST", "/v1/memories/search", {"query": query})
             elif op == "get":
                 status, _ = http.call("GET", f"/v1/memories/{rng.choice(ids)}")
@@ -265,6 +273,7 @@ def run(
     src: Path | None = None,
     amem: bool = True,
     settings: dict[str, str] | None = None,
+    distinct: bool = False,
 ) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         server = Server(Path(tmp) / "data", src, amem, settings)
@@ -286,6 +295,7 @@ def run(
                 threading.Thread(
                     target=client_loop,
                     args=(server.base, keys[i], i, mix, start, clock, samples, errors, lock),
+                    kwargs={"distinct": distinct},
                     daemon=True,
                 )
                 for i in range(clients)
@@ -334,6 +344,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="A-MEM in the server (on: the service default; off: raw storage, as mem0 infer=False)",
     )
     parser.add_argument(
+        "--queries",
+        choices=("repeat", "distinct"),
+        default="repeat",
+        help="repeat: few distinct queries per client (query-embedding cache hits); "
+        "distinct: nearly every search embeds its query",
+    )
+    parser.add_argument(
         "--set",
         action="append",
         default=[],
@@ -347,9 +364,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not (1 <= args.clients <= 64 and 1 <= args.seconds <= 600):
         raise SystemExit("--clients must be 1-64 and --seconds 1-600")
     report = run(
-        args.clients, args.seconds, parse_mix(args.mix), args.src, args.amem == "on", settings
+        args.clients,
+        args.seconds,
+        parse_mix(args.mix),
+        args.src,
+        args.amem == "on",
+        settings,
+        distinct=args.queries == "distinct",
     )
     report["amem"] = args.amem
+    report["queries"] = args.queries
     report["settings"] = settings
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2))
