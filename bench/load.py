@@ -132,6 +132,33 @@ class Server:
             os.killpg(self.proc.pid, signal.SIGKILL)
 
 
+BATCH_METRICS = {
+    "adds_per_group_commit": "memvault_group_commit_batch_size",
+    "queries_per_embedding_call": "memvault_query_embedding_batch_size",
+}
+
+
+def batch_totals(base: str) -> dict[str, tuple[float, float]]:
+    """(count, sum) of the server's batch-size histograms, from `/metrics` (empty if absent)."""
+    try:
+        text = httpx.get(
+            f"{base}/metrics", headers={"Authorization": f"Bearer {OPERATOR_KEY}"}, timeout=10
+        ).text
+    except httpx.HTTPError:
+        return {}
+    totals: dict[str, tuple[float, float]] = {}
+    for label, metric in BATCH_METRICS.items():
+        count = total = None
+        for line in text.splitlines():
+            if line.startswith(f"{metric}_count "):
+                count = float(line.split()[-1])
+            elif line.startswith(f"{metric}_sum "):
+                total = float(line.split()[-1])
+        if count is not None and total is not None:
+            totals[label] = (count, total)
+    return totals
+
+
 class Connection:
     """One client's keep-alive HTTP/1.1 connection (stdlib `http.client`).
 
@@ -283,12 +310,14 @@ def run(
             errors: Counter[str] = Counter()
             lock = threading.Lock()
             clock: dict[str, float] = {}
+            batches: dict[str, dict[str, tuple[float, float]]] = {}
 
             def open_window() -> None:
                 clock["started"] = time.monotonic()
                 clock["until"] = clock["started"] + seconds
                 clock["cpu"] = server.cpu_seconds()
                 clock["client_cpu"] = client_cpu_seconds()
+                batches["before"] = batch_totals(server.base)
 
             start = threading.Barrier(clients, action=open_window)
             threads = [
@@ -307,6 +336,7 @@ def run(
             wall = time.monotonic() - clock["started"]
             server_cpu = server.cpu_seconds() - clock["cpu"]
             client_cpu = client_cpu_seconds() - clock["client_cpu"]
+            batches["after"] = batch_totals(server.base)
         finally:
             server.stop()
     report: dict[str, Any] = {"clients": clients, "seconds": round(wall, 1), "mix": mix, "ops": {}}
@@ -327,6 +357,12 @@ def run(
     report["server_cpu_ms_per_request"] = round(server_cpu * 1000 / max(done, 1), 2)
     report["server_cpu_share"] = round(server_cpu / wall, 2)
     report["client_cpu_ms_per_request"] = round(client_cpu * 1000 / max(done, 1), 2)
+    # Mean batch sizes in the window: adds per group commit, queries per embedding model call.
+    report["batching"] = {}
+    for label, (count, total) in batches.get("after", {}).items():
+        count0, total0 = batches.get("before", {}).get(label, (0.0, 0.0))
+        if count > count0:
+            report["batching"][label] = round((total - total0) / (count - count0), 2)
     return report
 
 
@@ -389,6 +425,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"p99 {r['p99_ms']:7.1f} ms  (n={r['count']})"
         )
     print(f"  errors: {report['errors'] or 'none'}")
+    if report["batching"]:
+        print("  mean batch: " + ", ".join(f"{k} {v}" for k, v in report["batching"].items()))
 
 
 if __name__ == "__main__":
