@@ -102,25 +102,60 @@ async def _send_error(send: Send, status: int, code: str, message: str, **header
     await send({"type": "http.response.body", "body": body})
 
 
+_REGEX_SPECIAL = frozenset(".^$*+?{}[]|()\\")
+
+
+def literal_prefix(pattern: str) -> tuple[str, bool]:
+    """The literal start of a route's regex, and whether the regex is that string exactly.
+
+    Every path the regex matches starts with the prefix (`^/v1/memories/(?P<note_id>...)$`
+    gives `/v1/memories/`); `^/v1/memories$` is exactly `/v1/memories`.
+    """
+    out: list[str] = []
+    i = 1 if pattern.startswith("^") else 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern) and not pattern[i + 1].isalnum():
+            out.append(pattern[i + 1])  # an escaped literal character
+            i += 2
+            continue
+        if ch in _REGEX_SPECIAL:
+            break
+        out.append(ch)
+        i += 1
+    return "".join(out), pattern[i:] == "$"
+
+
 class MethodTable:
-    """Which methods each routed path supports, from the app's routes (built once)."""
+    """Which methods each routed path supports, from the app's routes (built once).
+
+    A literal route's path is looked up in a dict; only the routes whose literal prefix the
+    path starts with run their regex (matching every route's regex cost a per-request scan).
+    """
 
     def __init__(self, routes: list[Any]) -> None:
-        self._routes: list[tuple[re.Pattern[str], bool, frozenset[str]]] = []
+        self._exact: dict[str, set[str]] = {}
+        self._scanned: list[tuple[str, re.Pattern[str], bool, frozenset[str]]] = []
         for context in iter_route_contexts(routes):
             regex = getattr(context, "path_regex", None)
             methods = getattr(context, "methods", None)
             if regex is None or not methods:
                 continue  # mounts (static assets) answer for themselves
             literal = not getattr(context, "param_convertors", None)
-            self._routes.append((regex, literal, frozenset(methods)))
+            prefix, exact = literal_prefix(regex.pattern)
+            if literal and exact:
+                self._exact.setdefault(prefix, set()).update(methods)
+            else:
+                self._scanned.append((prefix, regex, literal, frozenset(methods)))
 
     def allowed(self, path: str) -> frozenset[str] | None:
-        """The methods of `path`, or None when no route matches it (a 404 for the router)."""
-        literal: set[str] = set()
+        """The methods of `path`, or None when no route matches it (a 404 for the router).
+
+        Literal routes win over templated ones (`/v1/memories/search` is not a note id)."""
+        literal: set[str] = set(self._exact.get(path, ()))
         templated: set[str] = set()
-        for regex, is_literal, methods in self._routes:
-            if regex.match(path):
+        for prefix, regex, is_literal, methods in self._scanned:
+            if path.startswith(prefix) and regex.match(path):
                 (literal if is_literal else templated).update(methods)
         if literal:
             return frozenset(literal)
