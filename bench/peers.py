@@ -62,6 +62,20 @@ def shared(name: str) -> Any:
     return importlib.import_module(name)
 
 
+def workload_queries(tenants: int, memories: int) -> list[Any]:
+    """The shared workload's queries of a default run of `tenants` x `memories` (seed 42, one
+    user per tenant, 50 queries a user, 10 % Chinese), for benchmarks that reopen its store."""
+    spec = argparse.Namespace(
+        seed=42,
+        tenants=tenants,
+        users_per_tenant=1,
+        memories=memories,
+        queries=50,
+        zh_frac=0.10,
+    )
+    return list(shared("workload").from_args(spec).iter_queries())
+
+
 def log(msg: str) -> None:
     print(f"[bench.peers {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 

@@ -51,18 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2, help="embedder threads (as peers)")
     a = parser.parse_args(argv)
-    workload = peers.shared("workload")
     services = open_peer_store(a.data_dir, a.threads)
     parts = services.vault.parts
-    spec = argparse.Namespace(
-        seed=42,
-        tenants=a.tenants,
-        users_per_tenant=1,
-        memories=a.memories,
-        queries=50,
-        zh_frac=0.10,
-    )
-    queries = list(workload.from_args(spec).iter_queries())
+    queries = peers.workload_queries(a.tenants, a.memories)
     views: dict[tuple[str, str], Any] = {}
 
     def search(query: Any, text: str) -> None:

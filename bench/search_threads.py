@@ -53,16 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     embedder = UseEmbedder(threads=threads)
     embedder.load()
     services = open_vault(a.data_dir / "vault", embedder)
-    workload = peers.shared("workload")
-    spec = argparse.Namespace(
-        seed=42,
-        tenants=a.tenants,
-        users_per_tenant=1,
-        memories=a.memories,
-        queries=50,
-        zh_frac=0.10,
-    )
-    queries = list(workload.from_args(spec).iter_queries())
+    queries = peers.workload_queries(a.tenants, a.memories)
     views: dict[tuple[str, str], Any] = {}
     for q in queries:
         key = (q.tenant_id, q.user_id)

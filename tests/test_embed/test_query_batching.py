@@ -29,6 +29,12 @@ def _backend(request: pytest.FixtureRequest, name: str) -> LazyEmbedder[object]:
     return embedder
 
 
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> LazyEmbedder[object]:
+    """Each session-loaded backend in turn."""
+    return _backend(request, request.param)
+
+
 def _metric_calls() -> float:
     for metric in QUERY_BATCH_SIZE.collect():
         for sample in metric.samples:
@@ -62,11 +68,10 @@ def _concurrently(embedder: LazyEmbedder[object]) -> dict[int, np.ndarray]:
     return results
 
 
-@pytest.mark.parametrize("name", BACKENDS)
 def test_queued_queries_share_one_model_call_and_keep_their_own_vectors(
-    request: pytest.FixtureRequest, name: str
+    backend: LazyEmbedder[object],
 ) -> None:
-    embedder = _backend(request, name)
+    embedder = backend
     alone = [embedder.embed_query(q) for q in QUERIES]
     before, calls_before = embedder._queries.stats(), _metric_calls()
     together = _concurrently(embedder)
