@@ -84,6 +84,7 @@ def test_queued_queries_share_one_model_call_and_keep_their_own_vectors(
         assert together[i].shape == vector.shape
         np.testing.assert_allclose(together[i], vector, atol=1e-5)
     assert float(together[0] @ together[1]) < 0.99  # not one vector handed to everyone
+    assert all(v.base is None for v in together.values())  # an array each, not a batch's view
 
 
 def test_batched_e5_queries_keep_the_query_prefix(request: pytest.FixtureRequest) -> None:

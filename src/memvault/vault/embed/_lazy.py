@@ -64,9 +64,10 @@ class LazyEmbedder(Generic[ModelT]):
 
     Concurrent `embed_query` calls share one model call (`Batcher`, no window): while one
     query is being embedded, the queries that arrive queue and go in the next call together. A
-    lone query runs at once. A short query costs a forward pass of its own mostly in streaming
-    the weights, so eight queries in one call cost about a quarter of eight calls (docs/
-    performance.md). A query's vector does not depend on its batch beyond float rounding.
+    lone query runs at once. A short query's forward pass is mostly streaming the weights, so
+    eight queries in one call cost about a third of eight calls (docs/architecture.md, "Query
+    batching"). A query's vector does not depend on its batch beyond float rounding, and each
+    caller gets an array of its own.
     """
 
     model_id: str
@@ -108,4 +109,4 @@ class LazyEmbedder(Generic[ModelT]):
     def _embed_queries(self, texts: Sequence[str]) -> list[Vectors]:
         batch = list(texts)
         raw = self._model.call(lambda m: self._encode_queries(m, batch))
-        return list(as_unit_rows(raw, self.dimension))
+        return [row.copy() for row in as_unit_rows(raw, self.dimension)]
