@@ -35,7 +35,8 @@ class BatchStats:
 
 
 class Arrival:
-    """A writer inside the add path that has not submitted yet (see `GroupCommitter.arriving`)."""
+    """A caller on its way to `submit` (see `Batcher.arriving`): for group commit, a writer
+    inside the add path that has not submitted yet."""
 
     __slots__ = ("open",)
 
@@ -44,8 +45,8 @@ class Arrival:
 
 
 class _Job:
-    """A submitted payload. Its writer waits on `wake` alone: set, under the committer's lock,
-    when the job is done or when the writer is to lead the next batch."""
+    """A submitted payload. Its caller waits on `wake` alone: set, under the batcher's lock,
+    when the job is done or when the caller is to lead the next batch."""
 
     __slots__ = ("done", "outcome", "payload", "wake")
 
@@ -122,7 +123,7 @@ class Batcher:
 
     @contextmanager
     def arriving(self) -> Iterator[Arrival]:
-        """Count the caller as a writer on its way to `submit` (a leader may wait for it)."""
+        """Count the caller as on its way to `submit` (a leader may wait for it)."""
         arrival = Arrival()
         with self._cond:
             self._arriving += 1
@@ -181,8 +182,8 @@ class Batcher:
             return len(self._pending)
 
     def _hand_on(self) -> None:
-        """Under the lock, as a leader stops: the oldest waiting job's writer leads next (one
-        writer woken, not every one)."""
+        """Under the lock, as a leader stops: the oldest waiting job's caller leads next (one
+        caller woken, not every one)."""
         self._leading = False
         if self._pending:
             self._pending[0].wake.set()
@@ -195,7 +196,7 @@ class Batcher:
         return True
 
     def _gather(self, own: _Job) -> tuple[list[_Job], bool]:
-        """Under the lock: wait out the window while writers prepare, then take the batch."""
+        """Under the lock: wait out the window while callers prepare, then take the batch."""
         waited = False
         if self._arriving > 0 and self.window > 0 and len(self._pending) < self.max_batch:
             waited = True
