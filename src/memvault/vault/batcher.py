@@ -220,7 +220,7 @@ class Batcher:
             outcomes = [exc] * len(batch)
         finally:
             if len(outcomes) != len(batch):
-                outcomes = [RuntimeError("group commit lost a job's outcome")] * len(batch)
+                outcomes = [RuntimeError("a batch lost a job's outcome")] * len(batch)
             with self._cond:
                 for job, outcome in zip(batch, outcomes, strict=True):
                     job.outcome, job.done = outcome, True
