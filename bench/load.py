@@ -20,6 +20,7 @@ before a change) with this venv's packages, so the two can be run alternately on
 from __future__ import annotations
 
 import argparse
+import bisect
 import http.client
 import json
 import os
@@ -216,6 +217,26 @@ def setup_keys(base: str, clients: int) -> list[str]:
     return keys
 
 
+class Written:
+    """A client's notes as it wrote them: ids to get, texts to search for, and the distinct
+    words of those texts, kept sorted as each note arrives (a `--queries distinct` search
+    samples them without rebuilding the set from every text)."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.texts: list[str] = []
+        self.words: list[str] = []
+
+    def add(self, body: dict[str, Any]) -> None:
+        """Record an added note's answer (under the id A-MEM kept, `kept_id`)."""
+        self.ids.append(kept_id(body))
+        self.texts.append(body["text"])
+        for word in body["text"].split():
+            at = bisect.bisect_left(self.words, word)
+            if at == len(self.words) or self.words[at] != word:
+                self.words.insert(at, word)
+
+
 def client_loop(
     base: str,
     key: str,
@@ -230,20 +251,18 @@ def client_loop(
 ) -> None:
     rng = random.Random(seed)
     ops = [name for name, weight in mix.items() for _ in range(weight)]
-    ids: list[str] = []
-    texts: list[str] = []
+    notes = Written()
     http = Connection(base, key)
     try:
         for _ in range(5):  # seed: something to search, get and list
             status, body = http.call("POST", "/v1/memories", {"text": sentence(rng)})
             if status == 201:
-                ids.append(kept_id(body))
-                texts.append(body["text"])
+                notes.add(body)
     except (OSError, http.client.HTTPException):
         pass
     finally:
         start.wait(timeout=600)  # the measured window opens once every client has seeded
-    if not ids:
+    if not notes.ids:
         with lock:
             errors["seed"] += 1
         return
@@ -257,17 +276,15 @@ def client_loop(
             if op == "add":
                 status, body = http.call("POST", "/v1/memories", {"text": sentence(rng)})
                 if status == 201:
-                    ids.append(kept_id(body))
-                    texts.append(body["text"])
+                    notes.add(body)
             elif op == "search":
                 if distinct:
-                    words = sorted({w for t in texts for w in t.split()})
-                    query = " ".join(rng.sample(words, min(4, len(words))))
+                    query = " ".join(rng.sample(notes.words, min(4, len(notes.words))))
                 else:
-                    query = " ".join(rng.choice(texts).split()[1:5])
+                    query = " ".join(rng.choice(notes.texts).split()[1:5])
                 status, _ = http.call("POST", "/v1/memories/search", {"query": query})
             elif op == "get":
-                status, _ = http.call("GET", f"/v1/memories/{rng.choice(ids)}")
+                status, _ = http.call("GET", f"/v1/memories/{rng.choice(notes.ids)}")
             else:
                 status, _ = http.call("GET", "/v1/memories?limit=20")
         except (OSError, http.client.HTTPException) as exc:

@@ -15,7 +15,6 @@ A/B: run it alternately with `PYTHONPATH=/tmp/old/src` (another source tree) and
 from __future__ import annotations
 
 import argparse
-import resource
 import statistics
 import sys
 import threading
@@ -25,12 +24,8 @@ from typing import Any
 
 from bench import peers
 from bench._harness import open_vault
+from bench.load import client_cpu_seconds, percentile
 from memvault.scope import Scope
-
-
-def cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,13 +78,13 @@ def main(argv: list[str] | None = None) -> int:
     for t in threads:
         t.start()
     until[0] = time.monotonic() + a.seconds
-    cpu0, wall0 = cpu_seconds(), time.monotonic()
+    cpu0, wall0 = client_cpu_seconds(), time.monotonic()
     batcher = getattr(embedder, "_queries", None)  # absent in trees before query batching
     batches0 = batcher.stats() if batcher is not None else None
     start.wait()
     for t in threads:
         t.join()
-    wall, cpu = time.monotonic() - wall0, cpu_seconds() - cpu0
+    wall, cpu = time.monotonic() - wall0, client_cpu_seconds() - cpu0
     n = len(latencies)
     ordered = sorted(latencies)
     per_call = "n/a"
@@ -101,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{a.threads} threads, {a.mode}, {wall:.1f} s: {n / wall:.1f} searches/s, "
         f"CPU {1000 * cpu / max(n, 1):.2f} ms/search ({cpu / wall:.2f} cores), "
         f"p50 {1000 * statistics.median(ordered):.1f} ms, "
-        f"p95 {1000 * ordered[int(0.95 * (n - 1))]:.1f} ms, "
+        f"p95 {1000 * percentile(ordered, 0.95):.1f} ms, "
         f"queries per model call {per_call}"
     )
     services.close()
