@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,23 @@ if TYPE_CHECKING:
 
 
 def edge_filter(where: PointFilter) -> Filter | None:
-    """Translate a `PointFilter` into an edge `Filter`; `None` when it has no condition."""
+    """Translate a `PointFilter` into an edge `Filter`; `None` when it has no condition.
+
+    A filter without id lists (a search's scope filter: the same for every search of a
+    caller, and built for its dense and its sparse query) is translated once and reused; the
+    engine only reads it.
+    """
+    if where.only_ids or where.exclude_ids:
+        return _translate(where)
+    return _translate_scope(where)
+
+
+@functools.lru_cache(maxsize=1024)
+def _translate_scope(where: PointFilter) -> Filter | None:
+    return _translate(where)
+
+
+def _translate(where: PointFilter) -> Filter | None:
     must: list[Any] = []
     if where.user_id is not None:
         must.append(FieldCondition(key="user_id", match=MatchValue(where.user_id)))
