@@ -141,8 +141,7 @@ class AuditLog:
                 merged[name] = details.pop(name)
         clean_subject = self._subject(tenant, merged)
         for name, value in details.items():
-            check_detail(name, value)
-        canonical(details)
+            check_detail(name, value)  # `_append` writes them canonically, before any SQL
         if not SAFE_STRING.fullmatch(actor) or not SAFE_STRING.fullmatch(action):
             raise InvalidRequest("audit actor and action must be ids or names")
         return self._append(tenant, actor[:64], action[:64], clean_subject, details)

@@ -45,13 +45,20 @@ def safe_name(value: str) -> str:
     return re.sub(r"[^A-Za-z0-9._:@/+=-]", "_", value)[:128]
 
 
+_SCALARS = frozenset({str, int, bool, type(None)})
+"""Types that hold no float: checked by identity first, as most values of an event are these
+(an `isinstance` against `Mapping` goes through the ABC machinery)."""
+
+
 def _no_floats(value: Any) -> None:
+    if type(value) in _SCALARS:
+        return
     if isinstance(value, float):
         raise InvalidRequest("audit events hold integers, not floats")
-    if isinstance(value, Mapping):
+    if isinstance(value, dict | Mapping):
         for item in value.values():
             _no_floats(item)
-    elif isinstance(value, (list, tuple)):
+    elif isinstance(value, list | tuple):
         for item in value:
             _no_floats(item)
 
