@@ -31,9 +31,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench._harness import open_vault
 from memvault.errors import ScreenRefused
@@ -45,6 +45,9 @@ from memvault.vault import retrieve as _retrieve  # noqa: F401
 from memvault.vault import writes as _writes  # noqa: F401
 from memvault.vault.embed._vectors import as_unit_rows
 from memvault.vault.embed.base import Vectors
+
+if TYPE_CHECKING:
+    from memvault.vault.factory import Services
 
 PEERS_DIR = Path(
     os.environ.get("MEMVAULT_PEERS_DIR", Path(__file__).resolve().parents[2] / "shared" / "peers")
@@ -62,15 +65,15 @@ def shared(name: str) -> Any:
     return importlib.import_module(name)
 
 
-def workload_queries(tenants: int, memories: int) -> list[Any]:
+def workload_queries(tenants: int, memories: int, queries: int = 50) -> list[Any]:
     """The shared workload's queries of a default run of `tenants` x `memories` (seed 42, one
-    user per tenant, 50 queries a user, 10 % Chinese), for benchmarks that reopen its store."""
+    user per tenant, `queries` a user, 10 % Chinese), for benchmarks that reopen its store."""
     spec = argparse.Namespace(
         seed=42,
         tenants=tenants,
         users_per_tenant=1,
         memories=memories,
-        queries=50,
+        queries=queries,
         zh_frac=0.10,
     )
     return list(shared("workload").from_args(spec).iter_queries())
@@ -153,7 +156,14 @@ def recall(ranks: list[int | None], k: int) -> float | None:
     )
 
 
-def run(a: argparse.Namespace) -> dict[str, Any]:
+def run(
+    a: argparse.Namespace, before_close: Callable[[Services], None] | None = None
+) -> dict[str, Any]:
+    """Fill a store with the workload, search it, and return the result line's fields.
+
+    `before_close` is called with the open services after the searches (and the delete probe),
+    in the process that wrote the store (`bench.search_parts --fill`).
+    """
     bl, wl, embedders = shared("benchlib"), shared("workload"), shared("embedders")
     t_start = time.time()
     load_start = os.getloadavg()
@@ -264,6 +274,8 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
     first_view = views[w.scopes()[0]]
     probe_note = first_view.add(probe)
     first_view.delete(probe_note.id)
+    if before_close is not None:
+        before_close(services)
     services.close()
     ckpt["after_close"] = bl.mib(bl.rss_bytes())
     q0 = queries[0]
@@ -392,7 +404,10 @@ def reopen_only(a: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(
+    argv: list[str] | None = None, before_close: Callable[[Services], None] | None = None
+) -> int:
+    """The command line; `before_close` as in `run`."""
     wl = shared("workload")
     p = argparse.ArgumentParser(description="memvault on the shared peer workload")
     wl.add_cli_args(p)
@@ -412,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.reopen_only:
         print(json.dumps(reopen_only(a)), flush=True)
         return 0
-    res = run(a)
+    res = run(a, before_close)
     if a.label:
         res["run_label"] = a.label
     line = json.dumps(res, ensure_ascii=False)

@@ -10,6 +10,10 @@ that does it; the report gives milliseconds per search:
   decrypting the returned notes) or `hydrate` (dense, hybrid); `other` is the rest.
 
 Run: .venv/bin/python -m bench.search_parts --data-dir /tmp/memvault-peers/memvault-T10-N5000
+
+`--fill` measures in the process that wrote the store instead: it runs `bench.peers` in process
+(filling `--data-dir` afresh, then its own searches) and times the parts before it closes the
+store. A fresh process and the writing one differ (docs/performance.md): compare the two.
 """
 
 from __future__ import annotations
@@ -48,12 +52,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", default="full", choices=("dense", "hybrid", "full"))
     parser.add_argument("--tenants", "-T", type=int, default=10, help="as the peers run")
     parser.add_argument("--memories", "-N", type=int, required=True, help="as the peers run")
+    parser.add_argument("--queries", "-Q", type=int, default=50, help="as the peers run")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2, help="embedder threads (as peers)")
+    parser.add_argument(
+        "--fill", action="store_true", help="run bench.peers in process first (wipes --data-dir)"
+    )
     a = parser.parse_args(argv)
-    services = open_peer_store(a.data_dir, a.threads)
+    if not a.fill:
+        services = open_peer_store(a.data_dir, a.threads)
+        measure(a, services, "fresh process")
+        services.close()
+        return 0
+    fill = [
+        *("-T", str(a.tenants), "-N", str(a.memories), "-Q", str(a.queries)),
+        *("--threads", str(a.threads)),
+        *("--data-dir", str(a.data_dir), "--no-reopen"),
+    ]
+    peers.main(fill, before_close=lambda services: measure(a, services, "writing process"))
+    return 0
+
+
+def measure(a: argparse.Namespace, services: Any, where: str) -> None:
+    """Time `a.rounds` passes of the workload's queries, part by part, and print them."""
     parts = services.vault.parts
-    queries = peers.workload_queries(a.tenants, a.memories)
+    queries = peers.workload_queries(a.tenants, a.memories, a.queries)
     views: dict[tuple[str, str], Any] = {}
 
     def search(query: Any, text: str) -> None:
@@ -73,13 +96,12 @@ def main(argv: list[str] | None = None) -> int:
             search(query, query.text)
             latencies.append(time.perf_counter() - start)
     n = len(latencies)
+    p50, mean = statistics.median(latencies), statistics.mean(latencies)
     print(
-        f"{a.data_dir.name} {a.mode}: {n} searches, p50 {1000 * statistics.median(latencies):.3f}"
-        f" ms, mean {1000 * statistics.mean(latencies):.3f} ms"
+        f"{a.data_dir.name} {a.mode}, {where}: {n} searches, p50 {1000 * p50:.3f} ms,"
+        f" mean {1000 * mean:.3f} ms"
     )
     print_parts(n, sum(latencies), "search")
-    services.close()
-    return 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,58 @@
+"""`bench.search_parts --fill` and `bench.edge_quantization` on a tiny `bench.peers` store."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from bench import edge_quantization, http_stack, peers, search_parts
+
+pytestmark = pytest.mark.skipif(
+    not (peers.PEERS_DIR / "workload.py").is_file(),
+    reason=f"the shared peer workload is not at {peers.PEERS_DIR}",
+)
+
+
+def test_parts_in_the_writing_process_then_quantized_copies(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data_dir = tmp_path / "store"
+    tiny = ["-T", "2", "-N", "20", "-Q", "5", "--rounds", "1"]
+    assert search_parts.main(["--data-dir", str(data_dir), *tiny, "--fill"]) == 0
+    out = capsys.readouterr().out
+    found = re.search(r"full, writing process: (\d+) searches, p50 ([\d.]+) ms", out)
+    assert found is not None, out
+    assert int(found[1]) > 0 and float(found[2]) > 0
+    for part in ("embed_query", "edge dense", "edge sparse", "_full", "other"):
+        assert re.search(rf"^\s+{part}\s+[\d.]+ ms/search$", out, re.M), part
+    assert (data_dir / peers.MARKER).exists()  # the store bench.peers filled stays for reuse
+
+    assert edge_quantization.main(["--data-dir", str(data_dir), *tiny]) == 0
+    out = capsys.readouterr().out
+    rows = dict(re.findall(r"^round 1 (\S+)\s+(p50 .*)$", out, re.M))
+    assert set(rows) == {"stored", "optimized", "int8", "int8+rescore"}, out
+    queries = int(re.search(r"^(\d+) queries over 2 partitions", out, re.M)[1])  # type: ignore[index]
+    assert queries > 0
+    # Copies made from the stored points answer as the store does; rescoring restores the
+    # exact cosines of the float vectors.
+    for name in ("stored", "optimized", "int8+rescore"):
+        assert f"top 10 in the same order {queries}/{queries}" in rows[name], rows[name]
+        assert rows[name].endswith("score diff 0"), rows[name]
+    assert re.search(r"optimize\(\) for int8: \d+ ms per partition, longest pause \d+ ms", out)
+
+
+def test_http_stack_prices_a_search_request_and_restores_what_it_stubbed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from memvault.vault.service import ScopedVault
+
+    search = ScopedVault.search
+    assert http_stack.main(["--requests", "30"]) == 0
+    assert http_stack.main(["--requests", "30", "--without", "audit,observer"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert re.fullmatch(r"search request, vault stubbed, everything: CPU \d+ µs .*", out[0])
+    assert re.fullmatch(r"search request, .*without audit, observer: CPU \d+ µs .*", out[1])
+    assert ScopedVault.search is search
+    with pytest.raises(SystemExit, match="--without takes"):
+        http_stack.main(["--without", "screen"])
