@@ -155,6 +155,24 @@ def test_details_refuse_text_and_floats(stores: Stores) -> None:
     assert log.count("acme") == 0
 
 
+def test_canonical_form_refuses_a_float_at_any_depth() -> None:
+    """`canonical` checks plain scalars by type first; a float anywhere still fails."""
+    from types import MappingProxyType
+
+    from memvault.vault.audit_format import canonical
+
+    assert canonical({"b": [1, True, None, "x"], "a": (2,)}) == b'{"a":[2],"b":[1,true,null,"x"]}'
+    for bad in (
+        0.5,
+        {"n": 1.0},
+        {"outer": {"inner": [1, (2, 0.25)]}},
+        [1, [2, [3.0]]],
+        MappingProxyType({"n": 1.5}),  # a Mapping that is no dict
+    ):
+        with pytest.raises(InvalidRequest, match="integers, not floats"):
+            canonical(bad)
+
+
 def test_refusal_bursts_become_one_event_per_window(stores: Stores) -> None:
     now = [1_700_000_000.0]
     log = AuditLog(stores.dbs[0], lambda: now[0], stores.keyring, burst_window=60)

@@ -378,6 +378,28 @@ def test_filter_readers_any_matches_wildcard_and_named(index: VectorIndex) -> No
     assert sorted(ids_of(hits)) == sorted([public.id, named.id])
 
 
+def test_a_repeated_scope_filter_answers_for_its_own_readers_each_time(
+    index: VectorIndex,
+) -> None:
+    """The Edge adapter keeps the engine filter of a scope filter it has seen (searches repeat
+    them): alternating two callers' filters, each must still get only its own points."""
+    mine = point(axis(0), words={7: 1.0}, user="u1", readers=["a1"])
+    theirs = point(axis(1), words={7: 1.0}, user="u1", readers=["a2"])
+    index.upsert(NS, [mine, theirs])
+    first = PointFilter(user_id="u1", readers_any=("a1",), active_only=True)
+    second = PointFilter(user_id="u1", readers_any=("a2",), active_only=True)
+
+    for _ in range(2):
+        for where, expected in ((first, mine), (second, theirs)):
+            for hits in (
+                index.search_dense(NS, axis(2), where, 10),
+                index.search_sparse(NS, sparse({7: 1.0}), where, 10),
+            ):
+                assert ids_of(hits) == [expected.id]
+        same_fields = PointFilter(user_id="u1", readers_any=("a1",), active_only=True)
+        assert ids_of(index.search_dense(NS, axis(2), same_fields, 10)) == [mine.id]
+
+
 def test_filter_active_only_hides_inactive(index: VectorIndex) -> None:
     inactive = point(axis(0), is_active=0)
     active = point(axis(1), is_active=1)

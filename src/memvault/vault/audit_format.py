@@ -55,10 +55,10 @@ def _no_floats(value: Any) -> None:
         return
     if isinstance(value, float):
         raise InvalidRequest("audit events hold integers, not floats")
-    if isinstance(value, dict | Mapping):
+    if isinstance(value, (dict, Mapping)):
         for item in value.values():
             _no_floats(item)
-    elif isinstance(value, list | tuple):
+    elif isinstance(value, (list, tuple)):
         for item in value:
             _no_floats(item)
 
