@@ -14,20 +14,31 @@ Run: .venv/bin/python -m bench.search_parts --data-dir /tmp/memvault-peers/memva
 `--fill` measures in the process that wrote the store instead: it runs `bench.peers` in process
 (filling `--data-dir` afresh, then its own searches) and times the parts before it closes the
 store. A fresh process and the writing one differ (docs/performance.md): compare the two.
+With `--fill`, `--then-reopen` measures again after closing every partition (they reopen on
+the next search), and `--then-optimize` after a child process has optimized each closed
+partition into one non-appendable segment without HNSW (and `--quantize`: with int8 scalar
+quantization, searched with rescoring).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from bench import peers
-from bench.add_parts import open_peer_store, print_parts, timed
+from bench.add_parts import TIMES, open_peer_store, print_parts, timed
 from memvault.scope import Scope
+
+INSTRUMENTED: set[int] = set()
+"""The parts `instrument` wrapped already (wrapping twice would count each part twice)."""
 
 
 def instrument(parts: Any) -> None:
@@ -58,7 +69,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--fill", action="store_true", help="run bench.peers in process first (wipes --data-dir)"
     )
+    parser.add_argument("--then-reopen", action="store_true", help="with --fill")
+    parser.add_argument("--then-optimize", action="store_true", help="with --fill")
+    parser.add_argument("--quantize", action="store_true", help="with --then-optimize")
     a = parser.parse_args(argv)
+    if (a.then_reopen or a.then_optimize) and not a.fill:
+        raise SystemExit("--then-reopen and --then-optimize need --fill")
     if not a.fill:
         services = open_peer_store(a.data_dir, a.threads)
         measure(a, services, "fresh process")
@@ -69,31 +85,87 @@ def main(argv: list[str] | None = None) -> int:
         *("--threads", str(a.threads)),
         *("--data-dir", str(a.data_dir), "--no-reopen"),
     ]
-    peers.main(fill, before_close=lambda services: measure(a, services, "writing process"))
+    peers.main(fill, before_close=lambda services: measure_writer(a, services))
     return 0
 
 
-def measure(a: argparse.Namespace, services: Any, where: str) -> None:
-    """Time `a.rounds` passes of the workload's queries, part by part, and print them."""
+def measure_writer(a: argparse.Namespace, services: Any) -> None:
+    """The parts in the writing process; then, as asked, after reopening or optimizing."""
+    first = measure(a, services, "writing process")
+    index = services.vault.parts.index
+
+    def same_as_first(results: list[list[str]]) -> None:
+        same = sum(x == y for x, y in zip(first, results, strict=True))
+        print(f"  results as in the writing process: {same}/{len(first)} queries")
+
+    if a.then_reopen:
+        index.close()  # every partition reopens on its next search
+        same_as_first(measure(a, services, "writing process, partitions reopened"))
+    if a.then_optimize:
+        folders = [str(index.shard_path(ns) / part) for ns, part in index.open_partitions()]
+        index.close()
+        began = time.perf_counter()
+        child = [sys.executable, "-c", OPTIMIZE, str(a.quantize), str(index.dense_dim)]
+        subprocess.run([*child, *folders], check=True)
+        took = time.perf_counter() - began
+        print(f"a child process optimized {len(folders)} partitions in {took:.1f} s")
+        label = "quantized" if a.quantize else "optimized"
+        with rescoring(a.quantize):
+            same_as_first(measure(a, services, f"writing process, partitions {label} in a child"))
+
+
+OPTIMIZE = """
+import sys
+from qdrant_edge import (Distance, EdgeConfig, EdgeOptimizersConfig, EdgeShard,
+    EdgeSparseVectorParams, EdgeVectorParams, HnswIndexConfig, Modifier,
+    ScalarQuantizationConfig, ScalarType)
+from memvault.vault.index.base import DENSE, SPARSE
+quantize, dim = sys.argv[1] == "True", int(sys.argv[2])
+config = EdgeConfig(
+    vectors={DENSE: EdgeVectorParams(size=dim, distance=Distance.Cosine)},
+    sparse_vectors={SPARSE: EdgeSparseVectorParams(modifier=Modifier.Idf)},
+    hnsw_config=HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=10_000),
+    optimizers=EdgeOptimizersConfig(indexing_threshold=1, default_segment_number=1),
+    quantization_config=ScalarQuantizationConfig(type=ScalarType.Int8, quantile=0.99,
+        always_ram=True) if quantize else None,
+    max_search_threads=1,
+    wal_enabled=True,
+)
+for folder in sys.argv[3:]:
+    shard = EdgeShard.load(folder, config)
+    shard.optimize()
+    shard.close()
+"""
+"""A child's work: load each closed partition with an optimizer setting, optimize, close."""
+
+
+def measure(a: argparse.Namespace, services: Any, where: str) -> list[list[str]]:
+    """Time `a.rounds` passes of the workload's queries, part by part, and print them; return
+    each query's result ids (of the last pass)."""
     parts = services.vault.parts
     queries = peers.workload_queries(a.tenants, a.memories, a.queries)
     views: dict[tuple[str, str], Any] = {}
 
-    def search(query: Any, text: str) -> None:
+    def search(query: Any, text: str) -> list[str]:
         key = (query.tenant_id, query.user_id)
         if key not in views:
             views[key] = services.vault.scoped(Scope(*key, peers.AGENT))
         parts.embedder.cache.clear()  # every search pays its embedding, as in bench.peers
-        views[key].search(text, limit=10, mode=a.mode)
+        return [hit.note.id for hit in views[key].search(text, limit=10, mode=a.mode)]
 
     for query in queries[:20]:  # open every shard, warm the caches
         search(query, query.text + " (warm-up)")
-    instrument(parts)
+    if id(parts) not in INSTRUMENTED:
+        instrument(parts)
+        INSTRUMENTED.add(id(parts))
+    TIMES.clear()
     latencies = []
+    results: list[list[str]] = []
     for _ in range(a.rounds):
+        results = []
         for query in queries:
             start = time.perf_counter()
-            search(query, query.text)
+            results.append(search(query, query.text))
             latencies.append(time.perf_counter() - start)
     n = len(latencies)
     p50, mean = statistics.median(latencies), statistics.mean(latencies)
@@ -102,6 +174,28 @@ def measure(a: argparse.Namespace, services: Any, where: str) -> None:
         f" mean {1000 * mean:.3f} ms"
     )
     print_parts(n, sum(latencies), "search")
+    return results
+
+
+@contextlib.contextmanager
+def rescoring(on: bool) -> Iterator[None]:
+    """While open (and `on`), the index's engine queries rescore quantized candidates with the
+    float vectors (oversampling 1.5), as a quantized store would have to."""
+    import memvault.vault.index._edge_search as edge_search
+
+    if not on:
+        yield
+        return
+    from qdrant_edge import QuantizationSearchParams, SearchParams
+
+    params = SearchParams(quantization=QuantizationSearchParams(rescore=True, oversampling=1.5))
+    plain = edge_search.QueryRequest
+
+    def with_rescoring(*args: Any, **kwargs: Any) -> Any:
+        return plain(*args, **{**kwargs, "params": params})
+
+    with mock.patch.object(edge_search, "QueryRequest", with_rescoring):
+        yield
 
 
 if __name__ == "__main__":

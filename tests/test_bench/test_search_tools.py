@@ -19,16 +19,26 @@ def test_parts_in_the_writing_process_then_quantized_copies(
 ) -> None:
     data_dir = tmp_path / "store"
     tiny = ["-T", "2", "-N", "20", "-Q", "5", "--rounds", "1"]
-    assert search_parts.main(["--data-dir", str(data_dir), *tiny, "--fill"]) == 0
+    then = ["--then-reopen", "--then-optimize", "--quantize"]
+    assert search_parts.main(["--data-dir", str(data_dir), *tiny, "--fill", *then]) == 0
     out = capsys.readouterr().out
     found = re.search(r"full, writing process: (\d+) searches, p50 ([\d.]+) ms", out)
     assert found is not None, out
     assert int(found[1]) > 0 and float(found[2]) > 0
     for part in ("embed_query", "edge dense", "edge sparse", "_full", "other"):
-        assert re.search(rf"^\s+{part}\s+[\d.]+ ms/search$", out, re.M), part
+        assert len(re.findall(rf"^\s+{part}\s+[\d.]+ ms/search$", out, re.M)) == 3, part
+    assert "writing process, partitions reopened:" in out
+    assert re.search(r"a child process optimized 2 partitions in [\d.]+ s", out)
+    assert "writing process, partitions quantized in a child:" in out
+    # Reopened, then quantized (and rescored), the partitions answer every query as before.
+    same = re.findall(r"results as in the writing process: (\d+)/(\d+) queries", out)
+    assert len(same) == 2 and all(x == y and int(y) > 0 for x, y in same), same
     assert (data_dir / peers.MARKER).exists()  # the store bench.peers filled stays for reuse
 
-    assert edge_quantization.main(["--data-dir", str(data_dir), *tiny]) == 0
+    store = tmp_path / "plain"  # a store as bench.peers leaves it, not optimized afterwards
+    assert peers.main([*tiny[:6], "--no-reopen", "--data-dir", str(store)]) == 0
+    capsys.readouterr()
+    assert edge_quantization.main(["--data-dir", str(store), *tiny]) == 0
     out = capsys.readouterr().out
     rows = dict(re.findall(r"^round 1 (\S+)\s+(p50 .*)$", out, re.M))
     assert set(rows) == {"stored", "optimized", "int8", "int8+rescore"}, out
