@@ -17,7 +17,8 @@ store. A fresh process and the writing one differ (docs/performance.md): compare
 With `--fill`, `--then-reopen` measures again after closing every partition (they reopen on
 the next search), and `--then-optimize` after a child process has optimized each closed
 partition into one non-appendable segment without HNSW (and `--quantize`: with int8 scalar
-quantization, searched with rescoring).
+quantization, searched with rescoring). The store stays so optimized: fill it afresh before
+measuring it again.
 """
 
 from __future__ import annotations
