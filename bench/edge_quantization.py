@@ -33,24 +33,16 @@ from pathlib import Path
 from typing import Any
 
 from qdrant_edge import (
-    Distance,
-    EdgeConfig,
-    EdgeOptimizersConfig,
     EdgeShard,
-    EdgeVectorParams,
-    HnswIndexConfig,
     Point,
-    QuantizationSearchParams,
     Query,
     QueryRequest,
-    ScalarQuantizationConfig,
-    ScalarType,
     ScrollRequest,
-    SearchParams,
     UpdateOperation,
 )
 
 from bench import peers
+from bench._edge_optimize import RESCORE, optimized_config
 from bench.add_parts import open_peer_store
 from memvault.scope import Scope
 from memvault.vault.index._edge_convert import edge_filter
@@ -58,7 +50,6 @@ from memvault.vault.index._edge_shards import _payload_indexes
 from memvault.vault.index.base import DENSE
 
 PREFETCH = 50
-RESCORE = SearchParams(quantization=QuantizationSearchParams(rescore=True, oversampling=1.5))
 
 
 def embed_queries(a: argparse.Namespace) -> list[tuple[Path, Any, list]]:
@@ -97,18 +88,7 @@ def optimized_copy(
 ) -> tuple[EdgeShard, float, float]:
     """A shard of `points` optimized into one segment; (shard, optimize seconds, longest pause)."""
     first: Any = points[0].vector
-    config = EdgeConfig(
-        vectors={DENSE: EdgeVectorParams(size=len(first[DENSE]), distance=Distance.Cosine)},
-        hnsw_config=HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=10_000),
-        optimizers=EdgeOptimizersConfig(indexing_threshold=1, default_segment_number=1),
-        quantization_config=(
-            ScalarQuantizationConfig(type=ScalarType.Int8, quantile=0.99, always_ram=True)
-            if quantize
-            else None
-        ),
-        max_search_threads=1,
-        wal_enabled=True,
-    )
+    config = optimized_config(len(first[DENSE]), quantize=quantize, sparse=False)
     shard = EdgeShard.create(str(folder), config)
     for field, params in _payload_indexes().items():
         shard.update(UpdateOperation.create_field_index(field, params))

@@ -35,11 +35,9 @@ from typing import Any
 from unittest import mock
 
 from bench import peers
+from bench._edge_optimize import RESCORE
 from bench.add_parts import TIMES, open_peer_store, print_parts, timed
 from memvault.scope import Scope
-
-INSTRUMENTED: set[int] = set()
-"""The parts `instrument` wrapped already (wrapping twice would count each part twice)."""
 
 
 def instrument(parts: Any) -> None:
@@ -78,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("--then-reopen and --then-optimize need --fill")
     if not a.fill:
         services = open_peer_store(a.data_dir, a.threads)
+        instrument(services.vault.parts)
         measure(a, services, "fresh process")
         services.close()
         return 0
@@ -92,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def measure_writer(a: argparse.Namespace, services: Any) -> None:
     """The parts in the writing process; then, as asked, after reopening or optimizing."""
+    instrument(services.vault.parts)
     first = measure(a, services, "writing process")
     index = services.vault.parts.index
 
@@ -107,7 +107,7 @@ def measure_writer(a: argparse.Namespace, services: Any) -> None:
         index.close()
         began = time.perf_counter()
         child = [sys.executable, "-c", OPTIMIZE, str(a.quantize), str(index.dense_dim)]
-        subprocess.run([*child, *folders], check=True)
+        subprocess.run([*child, *folders], check=True, cwd=PROJECT)
         took = time.perf_counter() - began
         print(f"a child process optimized {len(folders)} partitions in {took:.1f} s")
         label = "quantized" if a.quantize else "optimized"
@@ -115,29 +115,12 @@ def measure_writer(a: argparse.Namespace, services: Any) -> None:
             same_as_first(measure(a, services, f"writing process, partitions {label} in a child"))
 
 
-OPTIMIZE = """
-import sys
-from qdrant_edge import (Distance, EdgeConfig, EdgeOptimizersConfig, EdgeShard,
-    EdgeSparseVectorParams, EdgeVectorParams, HnswIndexConfig, Modifier,
-    ScalarQuantizationConfig, ScalarType)
-from memvault.vault.index.base import DENSE, SPARSE
-quantize, dim = sys.argv[1] == "True", int(sys.argv[2])
-config = EdgeConfig(
-    vectors={DENSE: EdgeVectorParams(size=dim, distance=Distance.Cosine)},
-    sparse_vectors={SPARSE: EdgeSparseVectorParams(modifier=Modifier.Idf)},
-    hnsw_config=HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=10_000),
-    optimizers=EdgeOptimizersConfig(indexing_threshold=1, default_segment_number=1),
-    quantization_config=ScalarQuantizationConfig(type=ScalarType.Int8, quantile=0.99,
-        always_ram=True) if quantize else None,
-    max_search_threads=1,
-    wal_enabled=True,
+OPTIMIZE = (
+    "import sys; from bench._edge_optimize import optimize_in_place; "
+    "optimize_in_place(sys.argv[3:], int(sys.argv[2]), sys.argv[1] == 'True')"
 )
-for folder in sys.argv[3:]:
-    shard = EdgeShard.load(folder, config)
-    shard.optimize()
-    shard.close()
-"""
-"""A child's work: load each closed partition with an optimizer setting, optimize, close."""
+"""A child's work (`_edge_optimize.optimize_in_place`), run from the project's root."""
+PROJECT = Path(__file__).resolve().parents[1]
 
 
 def measure(a: argparse.Namespace, services: Any, where: str) -> list[list[str]]:
@@ -156,10 +139,7 @@ def measure(a: argparse.Namespace, services: Any, where: str) -> list[list[str]]
 
     for query in queries[:20]:  # open every shard, warm the caches
         search(query, query.text + " (warm-up)")
-    if id(parts) not in INSTRUMENTED:
-        instrument(parts)
-        INSTRUMENTED.add(id(parts))
-    TIMES.clear()
+    TIMES.clear()  # the warm-up's times go
     latencies = []
     results: list[list[str]] = []
     for _ in range(a.rounds):
@@ -181,19 +161,16 @@ def measure(a: argparse.Namespace, services: Any, where: str) -> list[list[str]]
 @contextlib.contextmanager
 def rescoring(on: bool) -> Iterator[None]:
     """While open (and `on`), the index's engine queries rescore quantized candidates with the
-    float vectors (oversampling 1.5), as a quantized store would have to."""
+    float vectors (`_edge_optimize.RESCORE`), as a quantized store would have to."""
     import memvault.vault.index._edge_search as edge_search
 
     if not on:
         yield
         return
-    from qdrant_edge import QuantizationSearchParams, SearchParams
-
-    params = SearchParams(quantization=QuantizationSearchParams(rescore=True, oversampling=1.5))
     plain = edge_search.QueryRequest
 
     def with_rescoring(*args: Any, **kwargs: Any) -> Any:
-        return plain(*args, **{**kwargs, "params": params})
+        return plain(*args, **{**kwargs, "params": RESCORE})
 
     with mock.patch.object(edge_search, "QueryRequest", with_rescoring):
         yield
