@@ -15,7 +15,7 @@ from typing import Any
 
 from bench.peers import workload_queries
 from memvault.vault.embed import UseEmbedder
-from memvault.vault.embed.use_tokenizer import UNK_ID, FastUseTokenizer
+from memvault.vault.embed.use_tokenizer import FastUseTokenizer, set_tokenizer
 
 
 def texts(count: int) -> list[str]:
@@ -43,18 +43,15 @@ def main(argv: list[str] | None = None) -> None:
     fast = model._sp
     if not isinstance(fast, FastUseTokenizer):
         raise SystemExit("the sentencepiece package is missing: nothing to compare")
-    port = fast._fallback
-    to_port = sum(
-        UNK_ID in fast._sp.encode(t, out_type=int) or not fast._sp.encode(t, out_type=int)
-        for t in items
-    )
+    port = fast.port
+    to_port = sum(fast.native_ids(t) is None for t in items)
     print(f"{len(items)} texts, {to_port} of them tokenized by the port (<unk> pieces)")
     for r in range(1, args.rounds + 1):
         timed = {}
         for name, tokenizer in (("port", port), ("fast", fast)):
-            model._sp = model._backend.sp = tokenizer
+            set_tokenizer(model, tokenizer)
             timed[name] = per_text_ms(model, items)
-        model._sp = model._backend.sp = fast
+        set_tokenizer(model, fast)
         saved = timed["port"] - timed["fast"]
         print(
             f"round {r}: port {timed['port']:.3f} ms/text, fast {timed['fast']:.3f} ms/text, "

