@@ -9,6 +9,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,53 @@ def test_eight_threads_append_eight_hundred_events_without_a_gap(stores: Stores)
     assert set(per_actor.values()) == {PER_THREAD}
     assert _chain_ok(events)
     assert logs[0].verify("acme")
+
+
+def test_concurrent_events_of_a_tenant_share_one_transaction(
+    stores: Stores, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = stores.log(0)
+    log.record("acme", "key0", "note.added", count=0)
+    db = stores.dbs[0]
+    real = db.driver_transaction
+    opened: list[str | None] = []
+    inside, release = threading.Event(), threading.Event()
+
+    @contextmanager
+    def first_one_held(tenant: str | None) -> Iterator[Any]:
+        opened.append(tenant)
+        if len(opened) == 1:  # the first writer's transaction stays open until released
+            inside.set()
+            assert release.wait(30)
+        with real(tenant) as conn:
+            yield conn
+
+    monkeypatch.setattr(db, "driver_transaction", first_one_held)
+    returned: dict[int, dict[str, Any]] = {}
+
+    def writer(number: int) -> None:
+        returned[number] = log.record("acme", f"key{number}", "note.added", count=number)
+
+    first = threading.Thread(target=writer, args=(1,))
+    first.start()
+    assert inside.wait(30)
+    others = [threading.Thread(target=writer, args=(n,)) for n in range(2, 9)]
+    for thread in others:
+        thread.start()
+    deadline = time.monotonic() + 30
+    while log._batcher("acme").pending() < len(others) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    release.set()
+    for thread in [first, *others]:
+        thread.join(30)
+    assert opened == ["acme", "acme"]  # one transaction for the first, one for the seven
+    events = list(log.events("acme"))
+    assert [e["seq"] for e in events] == list(range(1, 10)) and _chain_ok(events)
+    assert returned[1]["seq"] == 2 and sorted(e["seq"] for e in returned.values()) == list(
+        range(2, 10)
+    )
+    for number, event in returned.items():  # each caller got the event stored for it
+        assert events[event["seq"] - 1] == event and event["actor"] == f"key{number}"
 
 
 def test_events_have_the_design_shape_and_pseudonymous_users(stores: Stores) -> None:

@@ -9,7 +9,7 @@ them and nothing of the API. What it measures:
 - `count_refusal`, `count_judge_fallback`, `count_repairs`, `count_amem_jobs`: counters by
   detector, judge, reason, repair kind and A-MEM job event; `count_group_commit`:
   group-commit batch sizes and leader waits; `count_query_batch`: search queries per
-  embedding model call;
+  embedding model call; `count_audit_batch`: audit events per append transaction;
 - `RequestObserver` (installed by the API): request latency by route template and status class,
   per-request totals per stage, the `X-Request-ID` header, and one access log line.
 
@@ -38,6 +38,7 @@ from memvault.observability._metrics import (
     STAGES,
     ProcessMetrics,
     count_amem_jobs,
+    count_audit_batch,
     count_group_commit,
     count_judge_fallback,
     count_query_batch,
@@ -72,6 +73,7 @@ __all__ = [
     "configure_logging",
     "configure_tracing_from_env",
     "count_amem_jobs",
+    "count_audit_batch",
     "count_group_commit",
     "count_judge_fallback",
     "count_query_batch",

@@ -114,6 +114,14 @@ QUERY_BATCH_SIZE = Histogram(
     registry=REGISTRY,
 )
 
+AUDIT_BATCH_SIZE = Histogram(
+    "memvault_audit_batch_size",
+    "Audit events per append transaction (a tenant's concurrent events share one; its count is "
+    "the number of transactions)",
+    buckets=(1, 2, 4, 8, 16, 32, 64),
+    registry=REGISTRY,
+)
+
 _NAME = re.compile(r"[^a-z0-9_.:-]+")
 
 
@@ -155,6 +163,11 @@ def count_group_commit(size: int, waited: bool) -> None:
 def count_query_batch(size: int, _waited: bool = False) -> None:
     """Count one embedding model call for `size` concurrent search queries."""
     QUERY_BATCH_SIZE.observe(size)
+
+
+def count_audit_batch(size: int, _waited: bool = False) -> None:
+    """Count one audit append transaction of `size` events."""
+    AUDIT_BATCH_SIZE.observe(size)
 
 
 class ProcessMetrics(Collector):

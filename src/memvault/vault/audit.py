@@ -7,10 +7,11 @@ counts and detector names, never text; a subject's user id is stored as a keyed 
 tenant's index key: `tag("user:" + user_id)`), and so are note ids (`tag("note:" + id)`), so no
 clear user id or note id stays after an erase.
 
-Appends are serialised per tenant: a lock in this process, `pg_advisory_xact_lock` on PostgreSQL
-(across processes), and a retry when another process took the same `seq` first (the primary key
-refuses the second). Each append is one INSERT guarded by its predecessor, after the head this
-process last wrote (read again only when the guard finds it stale). The event format (canonical
+Appends are serialised per tenant: one batch at a time in this process (concurrent events of a
+tenant share one transaction, `Batcher`), `pg_advisory_xact_lock` on PostgreSQL (across
+processes), and a retry when another process took the same `seq` first (the primary key refuses
+the second). Each event is one INSERT guarded by its predecessor, after the head this process
+last wrote (read again only when the guard finds it stale). The event format (canonical
 JSON, the hash, time stamps, the detail rules) is `audit_format`, written with the same rule as
 `memvault.compliance.canonical` (the vault does not import compliance; a test pins them equal).
 """
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,7 @@ from sqlalchemy import Integer, Table, bindparam, exists, func, insert, literal,
 
 from memvault.errors import InvalidRequest, VaultError
 from memvault.keyring import Keyring
+from memvault.observability import count_audit_batch
 from memvault.scope import is_valid_id
 from memvault.vault.audit_format import (
     GENESIS,
@@ -37,6 +39,7 @@ from memvault.vault.audit_format import (
     row_to_event,
     utc,
 )
+from memvault.vault.batcher import Batcher
 from memvault.vault.store.database import Database
 from memvault.vault.store.driver_sql import DriverConnection, DriverStatement
 from memvault.vault.store.models import ApiKeyRow, AuditEventRow
@@ -50,6 +53,8 @@ MAX_ATTEMPTS = 50
 BURST_WINDOW_SECONDS = 60.0
 """401/403 refusals of a tenant are summed over this window into one event."""
 BATCH = 500
+MAX_BATCH_EVENTS = 64
+"""Concurrent events of a tenant written in one transaction at most."""
 _LOCK_CLASS = 0x6D76_6175  # pg_advisory_xact_lock(class, hashtext(tenant)): one appender per tenant
 _PG_LOCK = text("SELECT pg_advisory_xact_lock(:c, hashtext(:t))")
 _EVENTS: Table = AuditEventRow.__table__  # type: ignore[assignment]
@@ -91,6 +96,14 @@ _DRIVER_APPEND_FIRST = DriverStatement(_APPEND_FIRST, "insert")
 _DRIVER_APPEND_AFTER = DriverStatement(_APPEND_AFTER, "insert")
 
 
+_Pending = tuple[dict[str, str], dict[str, "str | None"], dict[str, Any]]
+"""An event waiting for its transaction: its row's text columns, its subject and details."""
+
+
+class _StaleHead(Exception):
+    """The head this process knew is not the tenant's last event (rolls the batch back)."""
+
+
 @dataclass
 class _Burst:
     first: float
@@ -114,9 +127,9 @@ class AuditLog:
         self._clock = clock
         self._keyring = keyring
         self._burst_window = burst_window
-        self._locks: dict[str, threading.Lock] = {}
+        self._batchers: dict[str, Batcher] = {}  # one per tenant: its appends, one at a time
         self._heads: dict[str, tuple[int, str]] = {}  # (seq, hash) this process last appended
-        self._locks_guard = threading.Lock()
+        self._batchers_guard = threading.Lock()
         self._bursts: dict[tuple[str, str], _Burst] = {}
         self._bursts_guard = threading.Lock()
 
@@ -167,12 +180,11 @@ class AuditLog:
         subject: dict[str, str | None],
         details: dict[str, Any],
     ) -> dict[str, Any]:
-        """One guarded INSERT after the head this process last wrote (no head read per event).
+        """Append one event, in one transaction with the tenant's concurrent events, if any.
 
-        The insert names its predecessor (`seq - 1` with hash `prev`, or no event at all for
-        seq 1) and stores nothing when that is not the tenant's last event, so a stale head
-        (another process appended, or the chain was deleted) costs a re-read and a retry, never a
-        gap; the primary key refuses a second event with the same seq.
+        Concurrent appends of a tenant coalesce (`Batcher`, no window: a lone event is written
+        at once): the events that arrive while one transaction runs go into the next one, in
+        arrival order, and each caller returns once its transaction has committed.
         """
         row = {
             "tenant_id": tenant,
@@ -181,59 +193,87 @@ class AuditLog:
             "subject": canonical(subject).decode(),
             "details": canonical(details).decode(),
         }
+        event: dict[str, Any] = self._batcher(tenant).submit((row, subject, details))
+        return event
+
+    def _append_batch(self, tenant: str, pending: Sequence[_Pending]) -> list[dict[str, Any]]:
+        """Guarded INSERTs after the head this process last wrote (no head read per event).
+
+        Each insert names its predecessor (`seq - 1` with hash `prev`, or no event at all for
+        seq 1) and stores nothing when that is not the tenant's last event. Then the whole
+        transaction rolls back: a stale head (another process appended, or the chain was
+        deleted) costs a re-read and a retry of the batch, never a gap; the primary key refuses
+        a second event with the same seq.
+        """
         dbapi = self._db.engine.dialect.loaded_dbapi
-        with self._tenant_lock(tenant):
-            for attempt in range(MAX_ATTEMPTS):
-                head = self._heads.pop(tenant, None)
-                try:
-                    with self._db.driver_transaction(tenant) as conn:
-                        if self._db.is_postgres:
-                            _DRIVER_LOCK.rows(conn, {"c": _LOCK_CLASS, "t": tenant})
-                        if head is None:
-                            head = self._read_head(conn, tenant)
-                        event: dict[str, Any] = {
-                            "seq": head[0] + 1,
-                            "tenant_id": tenant,
-                            "at": utc(self._clock()),
-                            "actor": actor,
-                            "action": action,
-                            "subject": subject,
-                            "details": details,
-                            "prev": head[1],
-                        }
-                        event["hash"] = event_hash(event)
-                        params = {
-                            **row,
-                            "seq": event["seq"],
-                            "at": event["at"],
-                            "prev_seq": head[0],
-                            "prev": head[1],
-                            "hash": event["hash"],
-                        }
-                        stmt = _DRIVER_APPEND_FIRST if head[0] == 0 else _DRIVER_APPEND_AFTER
-                        if stmt.rows(conn, params):
-                            self._heads[tenant] = (event["seq"], event["hash"])
-                            return event
-                    continue  # the head was stale: read it again
-                except (dbapi.IntegrityError, dbapi.OperationalError):
-                    # Another process appended the same seq first (or held SQLite's lock).
-                    self._heads.pop(tenant, None)
-                    if attempt == MAX_ATTEMPTS - 1:
-                        raise
-                    time.sleep(min(0.2, 0.002 * (attempt + 1)))
+        for attempt in range(MAX_ATTEMPTS):
+            head = self._heads.pop(tenant, None)
+            try:
+                with self._db.driver_transaction(tenant) as conn:
+                    if self._db.is_postgres:
+                        _DRIVER_LOCK.rows(conn, {"c": _LOCK_CLASS, "t": tenant})
+                    if head is None:
+                        head = self._read_head(conn, tenant)
+                    events = []
+                    for item in pending:
+                        event = self._insert(conn, head, item)
+                        head = (event["seq"], event["hash"])
+                        events.append(event)
+                self._heads[tenant] = head
+                return events
+            except _StaleHead:
+                continue  # read the head again
+            except (dbapi.IntegrityError, dbapi.OperationalError):
+                # Another process appended the same seq first (or held SQLite's lock).
+                if attempt == MAX_ATTEMPTS - 1:
+                    raise
+                time.sleep(min(0.2, 0.002 * (attempt + 1)))
         raise VaultError("audit append failed")
+
+    def _insert(
+        self, conn: DriverConnection, head: tuple[int, str], item: _Pending
+    ) -> dict[str, Any]:
+        """Insert one event right after `head`; `_StaleHead` if `head` is not the last event."""
+        row, subject, details = item
+        event: dict[str, Any] = {
+            "seq": head[0] + 1,
+            "tenant_id": row["tenant_id"],
+            "at": utc(self._clock()),
+            "actor": row["actor"],
+            "action": row["action"],
+            "subject": subject,
+            "details": details,
+            "prev": head[1],
+        }
+        event["hash"] = event_hash(event)
+        params = {
+            **row,
+            "seq": event["seq"],
+            "at": event["at"],
+            "prev_seq": head[0],
+            "prev": head[1],
+            "hash": event["hash"],
+        }
+        stmt = _DRIVER_APPEND_FIRST if head[0] == 0 else _DRIVER_APPEND_AFTER
+        if not stmt.rows(conn, params):
+            raise _StaleHead
+        return event
 
     @staticmethod
     def _read_head(conn: DriverConnection, tenant: str) -> tuple[int, str]:
         found = _DRIVER_HEAD.rows(conn, {"tenant_id": tenant})
         return (0, GENESIS) if not found else (int(found[0][0]), str(found[0][1]))
 
-    def _tenant_lock(self, tenant: str) -> threading.Lock:
-        with self._locks_guard:
-            lock = self._locks.get(tenant)
-            if lock is None:
-                lock = self._locks[tenant] = threading.Lock()
-            return lock
+    def _batcher(self, tenant: str) -> Batcher:
+        with self._batchers_guard:
+            batcher = self._batchers.get(tenant)
+            if batcher is None:
+                batcher = self._batchers[tenant] = Batcher(
+                    lambda pending: self._append_batch(tenant, pending),
+                    max_batch=MAX_BATCH_EVENTS,
+                    observe=count_audit_batch,
+                )
+            return batcher
 
     # security bursts ---------------------------------------------------------------------------
     def note_denied(self, tenant: str, kind: str, key_id: str) -> None:
