@@ -118,12 +118,17 @@ class Server:
         raise SystemExit("memvault serve did not become ready")
 
     def cpu_seconds(self) -> float:
-        """User + system CPU the server process has used (Linux /proc; 0 elsewhere)."""
-        try:
-            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            return 0.0
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        """User + system CPU the server has used: every process of its session, so the
+        embedding process (`EMBED_PROCESS`) counts too (Linux /proc; 0 elsewhere)."""
+        total = 0
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue  # exited meanwhile
+            if int(fields[3]) == self.proc.pid:  # session id: the server leads its session
+                total += int(fields[11]) + int(fields[12])
+        return total / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         try:
@@ -136,6 +141,7 @@ class Server:
 BATCH_METRICS = {
     "adds_per_group_commit": "memvault_group_commit_batch_size",
     "queries_per_embedding_call": "memvault_query_embedding_batch_size",
+    "audit_events_per_transaction": "memvault_audit_batch_size",
 }
 
 

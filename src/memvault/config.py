@@ -33,6 +33,9 @@ class Settings(BaseSettings):
     qdrant_url: str | None = None
     embedder: str = "use-m3"
     embed_threads: int = Field(default=1, ge=1, le=64)
+    embed_process: bool = True
+    """The embedding model runs in a child process, off the server's GIL (`ProcessEmbedder`);
+    false runs it in the server's own process."""
     llm: str = "off"
     llm_base_url: str | None = None
     llm_model: str = "claude-sonnet-5-5"

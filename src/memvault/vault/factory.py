@@ -16,6 +16,7 @@ from memvault.vault.datadir import DataDirLock, needs_lock, private_dir, private
 from memvault.vault.embed import make_embedder
 from memvault.vault.embed.base import Embedder
 from memvault.vault.embed.cache import CachedEmbedder, EmbeddingCache
+from memvault.vault.embed.process import ProcessEmbedder
 from memvault.vault.erase import Eraser
 from memvault.vault.idempotency_records import idempotency_sweeper
 from memvault.vault.index import open_index
@@ -61,6 +62,8 @@ class Services:
     sweepers: list[Callable[[], object]] = field(default_factory=list)
     on_close: list[Callable[[], object]] = field(default_factory=list)
     """Stopped first by `close()` (layers above the vault: the A-MEM worker and scheduler)."""
+    embedder_process: ProcessEmbedder | None = field(default=None)
+    """The embedding model's child process, when `EMBED_PROCESS` is on: stopped last."""
 
     def start(self) -> ReconcileReport:
         """Reconcile now (before the server reports ready), then start periodic maintenance.
@@ -92,6 +95,8 @@ class Services:
             except Exception as exc:
                 log.warning("audit bursts not written at close: %s", type(exc).__name__)
             self.vault.parts.retrievals.close()
+            if self.embedder_process is not None:
+                self.embedder_process.close()
             self.index.close()
             self.keyring.close()
             self.db.dispose()
@@ -178,8 +183,18 @@ def _open_parts(
     ring = keyring or Keyring.open(settings.resolved_keystore_url(), master_key_provider(settings))
     if keyring is None:
         opened.append(ring.close)
-    model = embedder or make_embedder(
-        settings.embedder, data_dir=settings.data_dir, threads=settings.embed_threads
+    process_model: ProcessEmbedder | None = None
+    if embedder is None and settings.embed_process:
+        process_model = ProcessEmbedder(
+            settings.embedder, data_dir=settings.data_dir, threads=settings.embed_threads
+        )
+        opened.append(process_model.close)
+    model = (
+        embedder
+        or process_model
+        or make_embedder(
+            settings.embedder, data_dir=settings.data_dir, threads=settings.embed_threads
+        )
     )
     vectors = index or open_index(settings.data_dir, model.dimension, settings.qdrant_url)
     if index is None:
@@ -217,5 +232,6 @@ def _open_parts(
         reconciler=Reconciler(vault),
         gate=gate,
         data_dir_lock=lock,
+        embedder_process=process_model,
         sweepers=[idempotency_sweeper(db, clock), audit.flush_bursts, reindex_sweeper(vault)],
     )

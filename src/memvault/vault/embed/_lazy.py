@@ -106,7 +106,16 @@ class LazyEmbedder(Generic[ModelT]):
         vector: Vectors = self._queries.submit(text)
         return vector
 
-    def _embed_queries(self, texts: Sequence[str]) -> list[Vectors]:
+    def embed_query_batch(self, texts: Sequence[str]) -> Vectors:
+        """Embed several queries in one model call: shape (len(texts), dimension), unit rows.
+
+        `embed_query` batches concurrent callers through this; the embedding process
+        (`ProcessEmbedder`) calls it with the batch its parent formed."""
         batch = list(texts)
+        if not batch:
+            return empty(self.dimension)
         raw = self._model.call(lambda m: self._encode_queries(m, batch))
-        return [row.copy() for row in as_unit_rows(raw, self.dimension)]
+        return as_unit_rows(raw, self.dimension)
+
+    def _embed_queries(self, texts: Sequence[str]) -> list[Vectors]:
+        return [row.copy() for row in self.embed_query_batch(texts)]
