@@ -75,6 +75,34 @@ def test_concurrent_queries_share_a_call_and_each_gets_its_own_vector(
     assert len({id(v) for v in vectors}) == len(vectors)  # no caller shares another's array
 
 
+def _query_batches() -> tuple[float, float]:
+    """(model calls, queries) counted so far by `memvault_query_embedding_batch_size`."""
+    from memvault.observability._metrics import QUERY_BATCH_SIZE
+
+    samples = {s.name: s.value for s in QUERY_BATCH_SIZE.collect()[0].samples}
+    return samples["memvault_query_embedding_batch_size_count"], samples[
+        "memvault_query_embedding_batch_size_sum"
+    ]
+
+
+def test_queries_that_wait_while_the_child_works_go_in_one_call(
+    process_embedder: ProcessEmbedder, embedder: Embedder
+) -> None:
+    busy = [f"a long document number {n} about gardens and harbors" for n in range(300)]
+    queries = [f"where is harbor {n}" for n in range(6)]
+    calls_before, queries_before = _query_batches()
+    with ThreadPoolExecutor(7) as pool:
+        documents = pool.submit(process_embedder.embed_documents, busy)
+        time.sleep(0.05)  # the child is now embedding the 300 documents
+        vectors = list(pool.map(process_embedder.embed_query, queries))
+        assert documents.result().shape == (300, 512)
+    calls, counted = _query_batches()
+    assert counted - queries_before == len(queries)
+    assert calls - calls_before < len(queries)  # some waited in the pipe and shared a call
+    for query, vector in zip(queries, vectors, strict=True):
+        np.testing.assert_allclose(vector, embedder.embed_query(query), atol=1e-6)
+
+
 def test_a_killed_child_is_replaced_and_the_call_retried(
     process_embedder: ProcessEmbedder, embedder: Embedder
 ) -> None:

@@ -4,20 +4,26 @@ A server process has one GIL, and a numpy forward pass of a short text holds it 
 time (the matrix products are small). Under concurrent requests that is the largest single
 holder: every other request waits while a query or a batch of adds is embedded. Here the model
 lives in a child (`python -m memvault.vault.embed.process`, a fresh interpreter, so no lock or
-thread is inherited); the parent sends it a batch of texts over a pipe and blocks in `recv`,
-which releases the GIL, while the child computes on the other core.
+thread is inherited), which computes on the other core.
+
+Requests are pipelined. A caller writes its request (an id, a kind and texts) to the pipe and
+waits on an event of its own; one reader thread in the parent hands each answer to its caller.
+The child reads every request already waiting before it runs the model, so the search queries
+that queued while it worked go into one call together, and it never waits for the parent to
+come back for the next batch. Each request of documents (a group commit's batch) is one call,
+as in process.
 
 The child builds the same backend with the same settings (`make_embedder`, the same BLAS cap),
-so its vectors are the in-process embedder's, bit for bit. Calls are serialized as the
-in-process model's are (one lock), and concurrent search queries still share one call
-(`Batcher`). If the child dies, the next call starts a new one and is retried once; a backend
-error in the child comes back as `EmbeddingFailed`, naming the exception type only: the texts
-never leave the two processes, and nothing is logged.
+so its vectors are the in-process embedder's, bit for bit, for the same batch. If the child
+dies, the calls in flight start a new one and are retried once; a backend error in the child
+comes back as `EmbeddingFailed`, naming the exception type only: the texts never leave the two
+processes, and nothing is logged.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import signal
 import subprocess
@@ -32,23 +38,47 @@ import numpy as np
 
 from memvault.errors import VaultError
 from memvault.observability import count_query_batch
-from memvault.vault.batcher import Batcher
 from memvault.vault.embed._lazy import QUERY_MAX_BATCH
 from memvault.vault.embed._vectors import empty
 from memvault.vault.embed.base import Vectors
 
 DOCUMENTS = "documents"
 QUERIES = "queries"
+BATCH = "batch"
+"""The child's note of a query batch's size (for `memvault_query_embedding_batch_size`)."""
 STOP_SECONDS = 5.0
-"""How long `close` waits for the child to exit before terminating it."""
+"""How long `close` waits for the child to exit before killing it."""
 
 
 class EmbeddingFailed(VaultError):
     """The embedding process could not embed a batch (its message names no text)."""
 
 
+class _Duplex:
+    """Two one-way pipe connections used as one (`send` on one, `recv` on the other)."""
+
+    def __init__(self, inbox: Connection, outbox: Connection) -> None:
+        self._inbox, self._outbox = inbox, outbox
+
+    def send(self, obj: Any) -> None:
+        self._outbox.send(obj)
+
+    def recv(self) -> Any:
+        return self._inbox.recv()
+
+    def poll(self) -> bool:
+        return self._inbox.poll(0)
+
+    def close(self) -> None:
+        self._inbox.close()
+        self._outbox.close()
+
+
+# -- the child ---------------------------------------------------------------------------------
+
+
 def _child_main(conn: _Duplex, name: str, data_dir: str, threads: int) -> None:
-    """The child: build the backend, say it is ready, then embed batches until told to stop.
+    """Build the backend, say it is ready, then answer requests until told to stop.
 
     It exits when the parent sends `None` or its end of the pipe closes (the parent died).
     Ctrl-C goes to the whole process group; the parent decides when the child stops.
@@ -65,28 +95,59 @@ def _child_main(conn: _Duplex, name: str, data_dir: str, threads: int) -> None:
             raise TypeError("the embedding process runs LazyEmbedder backends only")
         model.load()
     except Exception as exc:
-        conn.send(("error", type(exc).__name__))
+        conn.send((0, "error", type(exc).__name__))
         return
-    conn.send(("ready", None))
+    conn.send((0, "ready", None))
     try:
-        while True:
-            try:
-                message = conn.recv()
-            except (EOFError, OSError):
-                return
-            if message is None:
-                return
-            kind, texts = message
-            try:
-                if kind == DOCUMENTS:
-                    vectors = model.embed_documents(texts)
-                else:
-                    vectors = model.embed_query_batch(texts)
-                conn.send(("ok", vectors))
-            except Exception as exc:
-                conn.send(("error", type(exc).__name__))
+        while (requests := _waiting_requests(conn)) is not None:
+            queries = [r for r in requests if r[1] == QUERIES]
+            if queries:
+                _answer_queries(conn, model, queries)
+            for number, _kind, texts in (r for r in requests if r[1] == DOCUMENTS):
+                _answer(conn, [number], lambda t=texts: [model.embed_documents(t)])
     finally:
         limiter.restore_original_limits()
+
+
+def _waiting_requests(conn: _Duplex) -> list[tuple[int, str, list[str]]] | None:
+    """The next request and every one already waiting behind it; None when it is time to stop."""
+    requests: list[tuple[int, str, list[str]]] = []
+    while not requests or conn.poll():
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return None
+        if message is None:
+            return None
+        requests.append(message)
+        if sum(len(r[2]) for r in requests if r[1] == QUERIES) >= QUERY_MAX_BATCH:
+            break
+    return requests
+
+
+def _answer_queries(conn: _Duplex, model: Any, queries: list[tuple[int, str, list[str]]]) -> None:
+    texts = [text for _, _, batch in queries for text in batch]
+    conn.send((0, BATCH, len(texts)))
+
+    def split() -> list[Vectors]:
+        rows = model.embed_query_batch(texts)
+        bounds = list(itertools.accumulate(len(batch) for _, _, batch in queries))
+        return [
+            rows[end - len(batch) : end] for (_, _, batch), end in zip(queries, bounds, strict=True)
+        ]
+
+    _answer(conn, [number for number, _, _ in queries], split)
+
+
+def _answer(conn: _Duplex, numbers: list[int], run: Any) -> None:
+    try:
+        results = run()
+    except Exception as exc:
+        for number in numbers:
+            conn.send((number, "error", type(exc).__name__))
+        return
+    for number, vectors in zip(numbers, results, strict=True):
+        conn.send((number, "ok", vectors))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -100,21 +161,117 @@ def main(argv: Sequence[str] | None = None) -> None:
         _child_main(_Duplex(inbox, outbox), name, data_dir, int(threads))
 
 
-class _Duplex:
-    """Two one-way pipe connections used as one (`send` on one, `recv` on the other)."""
+# -- the parent --------------------------------------------------------------------------------
 
-    def __init__(self, inbox: Connection, outbox: Connection) -> None:
-        self._inbox, self._outbox = inbox, outbox
 
-    def send(self, obj: Any) -> None:
-        self._outbox.send(obj)
+class _Call:
+    """One request in flight: its caller waits on `done`."""
 
-    def recv(self) -> Any:
-        return self._inbox.recv()
+    __slots__ = ("done", "error", "lost", "vectors")
 
-    def close(self) -> None:
-        self._inbox.close()
-        self._outbox.close()
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.vectors: Any = None
+        self.error: str | None = None
+        self.lost = False  # the child died before answering
+
+
+class _Child:
+    """One running child: its process, its pipe, the calls it owes and the thread that reads
+    its answers."""
+
+    def __init__(self, args: tuple[str, str, int]) -> None:
+        child_reads, parent_writes = os.pipe()
+        parent_reads, child_writes = os.pipe()
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", __name__]
+                + [str(arg) for arg in (child_reads, child_writes, *args)],
+                pass_fds=(child_reads, child_writes),
+                stdin=subprocess.DEVNULL,
+                env=_child_environment(),
+            )
+        except BaseException:
+            for fd in (parent_reads, parent_writes):
+                os.close(fd)
+            raise
+        finally:
+            os.close(child_reads)
+            os.close(child_writes)
+        self.conn = _Duplex(
+            Connection(parent_reads, writable=False), Connection(parent_writes, readable=False)
+        )
+        self.calls: dict[int, _Call] = {}
+        self.lock = threading.Lock()  # guards `calls`, `open` and writes to the pipe
+        self.open = True
+        self._numbers = itertools.count(1)
+        try:
+            _, status, payload = self.conn.recv()
+        except (EOFError, OSError):
+            self.stop()
+            raise EmbeddingFailed("the embedding process exited while loading") from None
+        if status != "ready":
+            self.stop()
+            raise EmbeddingFailed(f"the embedding process could not load its model: {payload}")
+        self.reader = threading.Thread(target=self._read, name="memvault-embed-reader", daemon=True)
+        self.reader.start()
+
+    def alive(self) -> bool:
+        return self.open and self.process.poll() is None
+
+    def submit(self, kind: str, texts: list[str]) -> _Call:
+        call = _Call()
+        with self.lock:
+            if not self.open:
+                call.lost = True
+                return call
+            number = next(self._numbers)
+            self.calls[number] = call
+            try:
+                self.conn.send((number, kind, texts))
+            except (OSError, ValueError):
+                del self.calls[number]
+                call.lost = True
+        return call
+
+    def _read(self) -> None:
+        while True:
+            try:
+                number, status, payload = self.conn.recv()
+            except (EOFError, OSError, ValueError):
+                break
+            if status == BATCH:
+                count_query_batch(int(payload))
+                continue
+            with self.lock:
+                call = self.calls.pop(number, None)
+            if call is not None:
+                call.vectors, call.error = (payload, None) if status == "ok" else (None, payload)
+                call.done.set()
+        with self.lock:  # the child is gone: its callers retry on another one
+            self.open = False
+            lost, self.calls = list(self.calls.values()), {}
+        for call in lost:
+            call.lost = True
+            call.done.set()
+
+    def stop(self) -> None:
+        """Ask the child to exit (kill it if it does not), then close the pipe once the reader
+        has seen its end (never under a thread still reading it)."""
+        with self.lock:
+            self.open = False
+            with contextlib.suppress(OSError, ValueError):
+                self.conn.send(None)
+        try:
+            self.process.wait(STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(STOP_SECONDS)
+        reader = getattr(self, "reader", None)
+        if reader is not None and reader is not threading.current_thread():
+            reader.join(STOP_SECONDS)
+        if reader is None or not reader.is_alive():
+            self.conn.close()
 
 
 class ProcessEmbedder:
@@ -131,24 +288,19 @@ class ProcessEmbedder:
         self.model_id: str = spec.model_id
         self.dimension: int = spec.dimension
         self._args = (name, str(data_dir), threads)
-        self._lock = threading.Lock()
-        self._conn: _Duplex | None = None
-        self._process: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()  # guards starting and stopping the child
+        self._child: _Child | None = None
         self._closed = False
-        self._queries = Batcher(
-            self._embed_queries, max_batch=QUERY_MAX_BATCH, observe=count_query_batch
-        )
 
     @property
     def pid(self) -> int | None:
         """The child's process id while it runs (None before the first call and after close)."""
-        process = self._process
-        return None if process is None or process.poll() is not None else int(process.pid)
+        child = self._child
+        return None if child is None or not child.alive() else int(child.process.pid)
 
     def load(self) -> None:
         """Start the child and wait until its model is loaded."""
-        with self._lock:
-            self._ensure()
+        self._running()
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         """Embed a batch: shape (len(texts), dimension), unit rows."""
@@ -158,90 +310,53 @@ class ProcessEmbedder:
         return self._call(DOCUMENTS, batch)
 
     def embed_query(self, text: str) -> Vectors:
-        """Embed one query (in one child call with concurrent callers' queries, if any)."""
-        vector: Vectors = self._queries.submit(text)
-        return vector
+        """Embed one query: shape (dimension,), unit length (in one model call with the queries
+        of concurrent callers that wait in the pipe, if any)."""
+        return self._call(QUERIES, [text])[0]
 
     def close(self) -> None:
         """Stop the child; later calls raise `EmbeddingFailed`."""
         with self._lock:
             self._closed = True
-            self._stop()
-
-    def _embed_queries(self, texts: Sequence[str]) -> list[Vectors]:
-        rows = self._call(QUERIES, list(texts))
-        return [row.copy() for row in rows]
+            child, self._child = self._child, None
+        if child is not None:
+            child.stop()
 
     def _call(self, kind: str, texts: list[str]) -> Vectors:
-        with self._lock:
-            for attempt in (1, 2):
-                conn = self._ensure()
-                try:
-                    conn.send((kind, texts))
-                    status, payload = conn.recv()
-                except (EOFError, OSError):
-                    self._stop()  # the child died (killed, out of memory): start another
-                    if attempt == 2:
-                        raise EmbeddingFailed("the embedding process stopped twice") from None
-                    continue
-                if status != "ok":
-                    raise EmbeddingFailed(f"the embedding process failed: {payload}")
-                vectors: Vectors = np.asarray(payload, dtype=np.float32)
-                if vectors.shape != (len(texts), self.dimension):
-                    raise EmbeddingFailed("the embedding process returned a wrong shape")
-                return vectors
+        for attempt in (1, 2):
+            child = self._running()
+            call = child.submit(kind, texts)
+            if not call.lost:
+                call.done.wait()
+            if call.lost:  # the child died (killed, out of memory): start another
+                self._replace(child)
+                if attempt == 2:
+                    raise EmbeddingFailed("the embedding process stopped twice")
+                continue
+            if call.error is not None:
+                raise EmbeddingFailed(f"the embedding process failed: {call.error}")
+            vectors: Vectors = np.asarray(call.vectors, dtype=np.float32)
+            if vectors.shape != (len(texts), self.dimension):
+                raise EmbeddingFailed("the embedding process returned a wrong shape")
+            return vectors
         raise AssertionError("unreachable")
 
-    def _ensure(self) -> _Duplex:
-        if self._closed:
-            raise EmbeddingFailed("the embedding process is closed")
-        if self._conn is not None and self._process is not None and self._process.poll() is None:
-            return self._conn
-        self._stop()
-        child_reads, parent_writes = os.pipe()
-        parent_reads, child_writes = os.pipe()
-        try:
-            process = subprocess.Popen(
-                [sys.executable, "-m", __name__]
-                + [str(arg) for arg in (child_reads, child_writes, *self._args)],
-                pass_fds=(child_reads, child_writes),
-                stdin=subprocess.DEVNULL,
-                env=_child_environment(),
-            )
-        except BaseException:
-            for fd in (parent_reads, parent_writes):
-                os.close(fd)
-            raise
-        finally:
-            os.close(child_reads)
-            os.close(child_writes)
-        conn = _Duplex(
-            Connection(parent_reads, writable=False), Connection(parent_writes, readable=False)
-        )
-        self._conn, self._process = conn, process
-        try:
-            status, payload = conn.recv()
-        except (EOFError, OSError):
-            self._stop()
-            raise EmbeddingFailed("the embedding process exited while loading") from None
-        if status != "ready":
-            self._stop()
-            raise EmbeddingFailed(f"the embedding process could not load its model: {payload}")
-        return conn
+    def _running(self) -> _Child:
+        with self._lock:
+            if self._closed:
+                raise EmbeddingFailed("the embedding process is closed")
+            if self._child is None or not self._child.alive():
+                if self._child is not None:
+                    self._child.stop()
+                self._child = None
+                self._child = _Child(self._args)
+            return self._child
 
-    def _stop(self) -> None:
-        conn, process = self._conn, self._process
-        self._conn = self._process = None
-        if conn is not None:
-            with contextlib.suppress(OSError, ValueError):
-                conn.send(None)
-            conn.close()
-        if process is not None:
-            try:
-                process.wait(STOP_SECONDS)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(STOP_SECONDS)
+    def _replace(self, dead: _Child) -> None:
+        with self._lock:
+            if self._child is dead:
+                self._child = None
+        dead.stop()
 
 
 def _child_environment() -> dict[str, str]:
