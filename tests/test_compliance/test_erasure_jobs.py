@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,14 @@ def _seed(services: Services) -> list[str]:
     return ids
 
 
+def _seeded(make_services: ServicesFactory, tmp_path: Path) -> tuple[Path, Services]:
+    """A SQLite vault under `tmp_path / "vault"`, seeded by `_seed`: its folder and services."""
+    root = tmp_path / "vault"
+    services = make_services("sqlite", data_dir=root)
+    _seed(services)
+    return root, services
+
+
 def _verifies(services: Services, receipt: dict[str, Any]) -> bool:
     keys = services.keyring.signing_keys().public_keys()
     return verify_document(receipt["receipt"], receipt["key_id"], receipt["signature"], keys)
@@ -48,15 +57,40 @@ def _files_hold(root: Path, needle: bytes) -> bool:
     return any(needle in p.read_bytes() for p in root.rglob("*") if p.is_file())
 
 
+def test_a_scrub_a_reader_blocks_withholds_the_receipt_until_the_sweeper_finishes(
+    make_services: ServicesFactory, tmp_path: Path
+) -> None:
+    root, services = _seeded(make_services, tmp_path)
+    services.eraser.checkpoint_attempts = 2
+    jobs = install(services).erasures
+    reader = sqlite3.connect(root / "memvault.db")
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM notes").fetchone()  # an old snapshot: no TRUNCATE
+    try:
+        job_id, receipt = jobs.submit("t1", USER, None, "k-admin", wait=120)
+        assert receipt is None  # no receipt may claim a scrub that did not happen
+        view = jobs.view("t1", job_id)
+        assert view["state"] == "running" and view["step"] == "rows"
+        assert jobs.resume_stalled(idle_for=3600) == 0  # not stalled long enough yet
+        assert jobs.resume_stalled(idle_for=0) == 0  # the reader still blocks it
+    finally:
+        reader.rollback()
+        reader.close()
+    assert jobs.resume_stalled(idle_for=0) == 1
+    receipt = jobs.receipt("t1", job_id)
+    assert receipt["receipt"]["verified"] is True and _verifies(services, receipt)
+    assert all(s["remaining"] == 0 for s in receipt["receipt"]["stores"])
+    services.close()
+    assert not _files_hold(root, USER.encode())
+
+
 @pytest.mark.parametrize(
     "point", [f"{when}:{step}" for step in STEPS for when in ("before", "after")]
 )
 def test_a_crash_at_any_step_resumes_to_a_verified_receipt(
     make_services: ServicesFactory, tmp_path: Path, point: str
 ) -> None:
-    root = tmp_path / "vault"
-    services = make_services("sqlite", data_dir=root)
-    _seed(services)
+    root, services = _seeded(make_services, tmp_path)
     jobs = install(services).erasures
     job_id = jobs.start("t1", USER, None, "k-admin")
     jobs.fault = crash_at(point)
@@ -196,9 +230,7 @@ def test_an_erase_removes_the_users_ids_from_key_rotation_records(
 ) -> None:
     from memvault.compliance import rotation
 
-    root = tmp_path / "vault"
-    services = make_services("sqlite", data_dir=root)
-    _seed(services)
+    root, services = _seeded(make_services, tmp_path)
     rotation.start_rotation(services, "t1", USER, None, "k-admin")  # the victim's own job
     whole = rotation.start_rotation(services, "t1", None, None, "k-admin")  # the whole tenant
     jobs = install(services).erasures

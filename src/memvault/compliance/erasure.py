@@ -48,6 +48,9 @@ STEPS = ("count", "revoke", "shred", "vectors", "rows", "scrub", "verify", "sign
 CREATED = "created"
 RUNNING = "running"
 DONE = "done"
+STALLED_SECONDS = 30.0
+"""A running job that has not recorded a step for this long, and has no thread in this process,
+is resumed by the maintenance sweeper (`ErasureJobs.resume_stalled`)."""
 _JOB = "erasure-job"
 _RECEIPT = "erasure-receipt"
 
@@ -125,7 +128,10 @@ class ErasureJobs:
         thread.join(wait)
         if thread.is_alive():
             return job_id, None
-        return job_id, self.receipt(tenant, job_id)
+        try:
+            return job_id, self.receipt(tenant, job_id)
+        except NotFound:  # it stopped short (e.g. a blocked scrub): `resume_stalled` goes on
+            return job_id, None
 
     def _run_logged(self, tenant: str, job_id: str) -> None:
         try:
@@ -156,22 +162,37 @@ class ErasureJobs:
 
     def resume(self) -> int:
         """Finish every job a crash or restart left unfinished; returns how many finished."""
+        return self._finish_running(idle_for=None)
+
+    def resume_stalled(self, idle_for: float = STALLED_SECONDS) -> int:
+        """A maintenance sweeper: finish the jobs that stopped short (a step raised, e.g. a
+        scrub a reader blocked) and have not moved for `idle_for` seconds; jobs running in
+        this process are left to their threads. Returns how many finished."""
+        return self._finish_running(idle_for=idle_for)
+
+    def _finish_running(self, idle_for: float | None) -> int:
         finished = 0
         for tenant in self._services.db.tenant_ids():
+            query = select(ErasureJobRow.id).where(
+                ErasureJobRow.tenant_id == tenant, ErasureJobRow.state == RUNNING
+            )
+            if idle_for is not None:
+                query = query.where(ErasureJobRow.updated_at <= self._clock() - idle_for)
             with self._services.db.session(tenant) as sess:
-                ids = list(
-                    sess.execute(
-                        select(ErasureJobRow.id).where(
-                            ErasureJobRow.tenant_id == tenant, ErasureJobRow.state == RUNNING
-                        )
-                    ).scalars()
-                )
+                ids = list(sess.execute(query).scalars())
             for job_id in ids:
+                with self._lock:  # one runner per job: a submit's thread, or this one
+                    if job_id in self._threads:
+                        continue
+                    self._threads[job_id] = threading.current_thread()
                 try:
                     self.run(tenant, job_id)
                     finished += 1
                 except Exception as exc:
                     log.warning("erase job %s not resumed: %s", job_id, type(exc).__name__)
+                finally:
+                    with self._lock:
+                        self._threads.pop(job_id, None)
         return finished
 
     # -- reading -------------------------------------------------------------------------------
@@ -220,7 +241,8 @@ class ErasureJobs:
         with self._lock:
             threads = list(self._threads.values())
         for thread in threads:
-            thread.join(timeout)
+            if thread is not threading.current_thread():
+                thread.join(timeout)
 
     # -- rows ----------------------------------------------------------------------------------
 

@@ -1,8 +1,8 @@
 """Installs the compliance wing on running services: erase jobs, tenant deletions, sweepers.
 
 `install(services)` is called once by the API app before the services start: it adds the index
-compaction and retention sweepers to the maintenance loop. `Compliance.resume()` finishes, at
-startup, every erase job and tenant deletion a crash left unfinished.
+compaction, retention and stalled-erase sweepers to the maintenance loop. `Compliance.resume()`
+finishes, at startup, every erase job and tenant deletion a crash left unfinished.
 """
 
 from __future__ import annotations
@@ -66,5 +66,6 @@ def install(services: Services) -> Compliance:
     compliance = Compliance(ErasureJobs(services), TenantDeletions(services), services)
     services.sweepers.append(retention_sweeper(services))
     services.sweepers.append(index_compactor(services))
+    services.sweepers.append(compliance.erasures.resume_stalled)  # e.g. after a blocked scrub
     setattr(services, _ATTRIBUTE, compliance)
     return compliance

@@ -22,6 +22,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, delete, func, select
 
+from memvault.errors import VaultError
 from memvault.vault.drafts import agent_tag, user_tag
 from memvault.vault.idempotency_records import (
     count_idempotency_records,
@@ -49,6 +50,8 @@ from memvault.vault.store.scoping import OwnedBy, scoped_delete, scoped_select
 from memvault.vault.store.vacuum import ERASE_TABLES, vacuum_tables
 
 log = logging.getLogger(__name__)
+CHECKPOINT_ATTEMPTS = 50
+"""Tries of the WAL checkpoint after an erase (`Database.checkpoint`: about 7 s in all)."""
 
 TENANT_ROW_MODELS = (
     NoteRow,
@@ -64,6 +67,11 @@ TENANT_ROW_MODELS = (
 """Every per-tenant table a tenant deletion empties (the `tenants` row goes last)."""
 
 
+class ScrubIncomplete(VaultError):
+    """The SQLite WAL could not be checkpointed after an erase: a reader held an old snapshot,
+    so the deleted rows' old page images may remain in the WAL file until it is."""
+
+
 class Eraser:
     """Crypto-shreds a subject and deletes everything derived from it, step by step."""
 
@@ -71,6 +79,7 @@ class Eraser:
         self._vault = vault
         self._parts = vault.parts
         self._keys = keys
+        self.checkpoint_attempts = CHECKPOINT_ATTEMPTS
 
     # -- the whole erase, in one call ---------------------------------------------------------
 
@@ -204,11 +213,14 @@ class Eraser:
         """Overwrite what deletion freed: SQLite WAL checkpoint, index compaction.
 
         SQLite runs with `secure_delete`, so the checkpoint writes zeroed pages back into the
-        database file and truncates the WAL. PostgreSQL: VACUUM the touched tables when the
-        owner's URL is configured (only the owner may VACUUM): see docs/erasure.md.
+        database file and truncates the WAL. A reader holding an old snapshot blocks it; after
+        `checkpoint_attempts` tries (about 7 s for 50) this raises `ScrubIncomplete`, after the
+        rest of the scrub ran, so an erase job stops short of its receipt and is retried.
+        PostgreSQL: VACUUM the touched tables when the owner's URL is configured (only the owner
+        may VACUUM): see docs/erasure.md.
         """
         db = self._parts.db
-        db.checkpoint()
+        checkpointed = db.checkpoint(self.checkpoint_attempts)
         if db.is_postgres and db.maintenance_url:
             try:
                 vacuum_tables(db.maintenance_url, db.schema, ERASE_TABLES)
@@ -216,6 +228,11 @@ class Eraser:
                 log.warning("VACUUM after an erase failed: %s", type(exc).__name__)
         if subject.user is not None:
             self._parts.index.compact(namespace_for(subject.tenant))
+        if not checkpointed:
+            raise ScrubIncomplete(
+                "a reader held the data store's WAL, so the deleted rows' old pages may still be "
+                "in it: the scrub did not complete (an erase job retries it; retry otherwise)"
+            )
 
     # -- verification --------------------------------------------------------------------------
 
