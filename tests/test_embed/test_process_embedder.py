@@ -103,6 +103,22 @@ def test_queries_that_wait_while_the_child_works_go_in_one_call(
         np.testing.assert_allclose(vector, embedder.embed_query(query), atol=1e-6)
 
 
+def test_large_requests_and_answers_in_both_directions_do_not_block_each_other(
+    process_embedder: ProcessEmbedder,
+) -> None:
+    # Each request and each answer is several times a pipe's 64 KiB buffer, from four writers
+    # at once: a writer blocked on a full pipe must never stop the reader that drains the other.
+    long_text = "the harbor ticket for the winter garden plan " * 40
+    batches = [[f"{n} {i} {long_text}" for i in range(120)] for n in range(4)]
+    with ThreadPoolExecutor(6) as pool:
+        documents = [pool.submit(process_embedder.embed_documents, b) for b in batches]
+        queries = [pool.submit(process_embedder.embed_query, f"q{n}") for n in range(8)]
+        for future in documents:
+            assert future.result(timeout=300).shape == (120, 512)
+        for future in queries:
+            assert future.result(timeout=300).shape == (512,)
+
+
 def test_a_killed_child_is_replaced_and_the_call_retried(
     process_embedder: ProcessEmbedder, embedder: Embedder
 ) -> None:

@@ -202,7 +202,8 @@ class _Child:
             Connection(parent_reads, writable=False), Connection(parent_writes, readable=False)
         )
         self.calls: dict[int, _Call] = {}
-        self.lock = threading.Lock()  # guards `calls`, `open` and writes to the pipe
+        self.lock = threading.Lock()  # guards `calls` and `open`; never held while writing
+        self.sending = threading.Lock()  # one writer on the pipe at a time
         self.open = True
         self._numbers = itertools.count(1)
         try:
@@ -227,11 +228,15 @@ class _Child:
                 return call
             number = next(self._numbers)
             self.calls[number] = call
-            try:
+        # A large request can fill the pipe until the child reads it, and the child may be
+        # writing answers meanwhile: the reader must never wait for this write (no `lock`).
+        try:
+            with self.sending:
                 self.conn.send((number, kind, texts))
-            except (OSError, ValueError):
-                del self.calls[number]
-                call.lost = True
+        except (OSError, ValueError):
+            with self.lock:
+                self.calls.pop(number, None)
+            call.lost = True
         return call
 
     def _read(self) -> None:
@@ -260,8 +265,8 @@ class _Child:
         has seen its end (never under a thread still reading it)."""
         with self.lock:
             self.open = False
-            with contextlib.suppress(OSError, ValueError):
-                self.conn.send(None)
+        with self.sending, contextlib.suppress(OSError, ValueError):
+            self.conn.send(None)
         try:
             self.process.wait(STOP_SECONDS)
         except subprocess.TimeoutExpired:
