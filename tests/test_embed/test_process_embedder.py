@@ -194,3 +194,28 @@ def test_services_embed_in_a_child_by_default_and_stop_it_on_close(
     finally:
         services.close()
     assert child.pid is None and _gone(pid)
+
+
+def test_the_child_never_writes_to_its_parents_stdout(tmp_path: Path) -> None:
+    # Under `memvault mcp` the parent's stdout is the JSON-RPC channel: anything the child
+    # prints (here, from a sitecustomize only the child loads) must land on stderr instead.
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text('print("child-stdout-marker", flush=True)\n')
+    parent = textwrap.dedent(
+        f"""
+        import os
+        from pathlib import Path
+        os.environ["PYTHONPATH"] = {str(site)!r}  # the child's environment, not this process's
+        from memvault.vault.embed.process import ProcessEmbedder
+        model = ProcessEmbedder("use-m3", data_dir=Path({str(tmp_path)!r}), threads=1)
+        assert model.embed_query("hello").shape == (512,)
+        model.close()
+        print("parent-done")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", parent], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.strip() == "parent-done"
+    assert "child-stdout-marker" in done.stderr

@@ -189,6 +189,8 @@ class _Child:
                 + [str(arg) for arg in (child_reads, child_writes, *args)],
                 pass_fds=(child_reads, child_writes),
                 stdin=subprocess.DEVNULL,
+                # Never the parent's stdout: under `memvault mcp` it is the JSON-RPC channel.
+                stdout=sys.stderr.fileno() if _has_fileno(sys.stderr) else subprocess.DEVNULL,
                 env=_child_environment(),
             )
         except BaseException:
@@ -362,6 +364,14 @@ class ProcessEmbedder:
             if self._child is dead:
                 self._child = None
         dead.stop()
+
+
+def _has_fileno(stream: Any) -> bool:
+    try:
+        stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    return True
 
 
 def _child_environment() -> dict[str, str]:
