@@ -34,6 +34,7 @@ from memvault.vault.notes import ErasureReport
 from memvault.vault.principals import ApiKeys
 from memvault.vault.screen_gate import refusal_principal
 from memvault.vault.service import Vault, namespace_for
+from memvault.vault.store.database import CHECKPOINT_ATTEMPTS
 from memvault.vault.store.models import (
     AmemJobRow,
     ApiKeyRow,
@@ -50,8 +51,6 @@ from memvault.vault.store.scoping import OwnedBy, scoped_delete, scoped_select
 from memvault.vault.store.vacuum import ERASE_TABLES, vacuum_tables
 
 log = logging.getLogger(__name__)
-CHECKPOINT_ATTEMPTS = 50
-"""Tries of the WAL checkpoint after an erase (`Database.checkpoint`: about 7 s in all)."""
 
 TENANT_ROW_MODELS = (
     NoteRow,

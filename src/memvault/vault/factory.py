@@ -184,18 +184,18 @@ def _open_parts(
     if keyring is None:
         opened.append(ring.close)
     process_model: ProcessEmbedder | None = None
-    if embedder is None and settings.embed_process:
-        process_model = ProcessEmbedder(
+    model: Embedder
+    if embedder is not None:
+        model = embedder
+    elif settings.embed_process:
+        model = process_model = ProcessEmbedder(
             settings.embedder, data_dir=settings.data_dir, threads=settings.embed_threads
         )
         opened.append(process_model.close)
-    model = (
-        embedder
-        or process_model
-        or make_embedder(
+    else:
+        model = make_embedder(
             settings.embedder, data_dir=settings.data_dir, threads=settings.embed_threads
         )
-    )
     vectors = index or open_index(settings.data_dir, model.dimension, settings.qdrant_url)
     if index is None:
         opened.append(vectors.close)

@@ -29,7 +29,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -104,7 +104,11 @@ def _child_main(conn: _Duplex, name: str, data_dir: str, threads: int) -> None:
             if queries:
                 _answer_queries(conn, model, queries)
             for number, _kind, texts in (r for r in requests if r[1] == DOCUMENTS):
-                _answer(conn, [number], lambda t=texts: [model.embed_documents(t)])
+
+                def embed(batch: list[str] = texts) -> list[Any]:
+                    return [model.embed_documents(batch)]
+
+                _answer(conn, [number], embed)
     finally:
         limiter.restore_original_limits()
 
@@ -112,6 +116,7 @@ def _child_main(conn: _Duplex, name: str, data_dir: str, threads: int) -> None:
 def _waiting_requests(conn: _Duplex) -> list[tuple[int, str, list[str]]] | None:
     """The next request and every one already waiting behind it; None when it is time to stop."""
     requests: list[tuple[int, str, list[str]]] = []
+    queries = 0
     while not requests or conn.poll():
         try:
             message = conn.recv()
@@ -120,7 +125,8 @@ def _waiting_requests(conn: _Duplex) -> list[tuple[int, str, list[str]]] | None:
         if message is None:
             return None
         requests.append(message)
-        if sum(len(r[2]) for r in requests if r[1] == QUERIES) >= QUERY_MAX_BATCH:
+        queries += len(message[2]) if message[1] == QUERIES else 0
+        if queries >= QUERY_MAX_BATCH:
             break
     return requests
 
@@ -139,7 +145,7 @@ def _answer_queries(conn: _Duplex, model: Any, queries: list[tuple[int, str, lis
     _answer(conn, [number for number, _, _ in queries], split)
 
 
-def _answer(conn: _Duplex, numbers: list[int], run: Any) -> None:
+def _answer(conn: _Duplex, numbers: list[int], run: Callable[[], list[Any]]) -> None:
     try:
         results = run()
     except Exception as exc:

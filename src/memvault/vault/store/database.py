@@ -35,6 +35,8 @@ from memvault.vault.store.models import TenantRow
 from memvault.vault.store.row_security import row_security_problems
 
 log = logging.getLogger(__name__)
+CHECKPOINT_ATTEMPTS = 50
+"""Tries of `Database.checkpoint` while readers block it (about 7 s in all)."""
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 APP_ROLE = "memvault_app"
@@ -176,7 +178,7 @@ class Database:
                 ids = sess.execute(select(TenantRow.tenant_id)).scalars()
             return sorted(str(t) for t in ids)
 
-    def checkpoint(self, attempts: int = 50) -> bool:
+    def checkpoint(self, attempts: int = CHECKPOINT_ATTEMPTS) -> bool:
         """SQLite: checkpoint the WAL into the database file and truncate it; True when done.
 
         With `secure_delete` on, deleted rows were zeroed in their pages; the checkpoint
