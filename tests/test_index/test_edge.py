@@ -320,3 +320,68 @@ def test_edge_lru_under_concurrent_use_loses_nothing(tmp_path: Path) -> None:
     assert sum(index.count(ns, ALL) for ns in names) == 4 * 15
     assert len(index.open_namespaces()) <= 2
     index.close()
+
+
+def test_edge_indexes_only_scope_fields_and_still_filters_on_the_others(tmp_path: Path) -> None:
+    """A new partition indexes the fields of a search's scope filter; the rarely filtered ones
+    (`agent_id`, `note_type`, `alias_of`) are matched against the stored payload, correctly."""
+    from qdrant_edge import EdgeShard
+
+    index = EdgeIndex(tmp_path, DIM)
+    survivor = "0190a1b2-0000-7000-8000-000000000001"
+    keep = point(axis(0), agent="a1", note_type="fact")
+    other_agent = point(axis(1), agent="a2", note_type="fact")
+    knowledge = point(axis(2), agent="a1", note_type="knowledge", alias_of=survivor)
+    index.upsert("t1", [keep, other_agent, knowledge])
+
+    def ids(where: PointFilter) -> set[str]:
+        return set(index.scroll_ids("t1", where))
+
+    assert ids(PointFilter(user_id="u1", agent_id="a2")) == {other_agent.id}
+    assert ids(PointFilter(user_id="u1", note_type="knowledge")) == {knowledge.id}
+    assert ids(PointFilter(user_id="u1", alias_of=survivor)) == {knowledge.id}
+    hits = index.search_dense("t1", axis(0), PointFilter(user_id="u1", agent_id="a1"), 5)
+    assert [h.id for h in hits] == [keep.id, knowledge.id]
+    index.delete_where("t1", PointFilter(user_id="u1", agent_id="a2"))  # erasing an agent
+    assert ids(PointFilter(user_id="u1")) == {keep.id, knowledge.id}
+    index.close()
+
+    shard = EdgeShard.load(str(tmp_path / _folder("t1") / _partition("u1")))
+    try:
+        assert set(shard.info().payload_schema) == {"user_id", "readers", "topic_tags", "is_active"}
+    finally:
+        shard.close()
+    # Dense vectors are paged in as searches touch them, not all at load (docs/index.md).
+    config_file = tmp_path / _folder("t1") / _partition("u1") / "edge_config.json"
+    assert json.loads(config_file.read_text())["vectors"]["dense"]["memory"] == "cold"
+
+
+def test_edge_drops_the_retired_indexes_of_an_older_partition_and_answers_the_same(
+    tmp_path: Path,
+) -> None:
+    """A partition created with the seven indexes of before 2026-12-02 loses the three retired
+    ones when it is opened, and its answers do not change."""
+    from qdrant_edge import EdgeShard, KeywordIndexParams, UpdateOperation
+
+    index = EdgeIndex(tmp_path, DIM)
+    points = [point(axis(i % DIM), agent=f"a{i % 2}", note_type="fact") for i in range(12)]
+    index.upsert("t1", points)
+    index.close()
+    folder = tmp_path / _folder("t1") / _partition("u1")
+    shard = EdgeShard.load(str(folder))
+    for field in ("agent_id", "note_type", "alias_of"):
+        shard.update(UpdateOperation.create_field_index(field, KeywordIndexParams()))
+    assert len(shard.info().payload_schema) == 7
+    shard.close()
+
+    reopened = EdgeIndex(tmp_path, DIM)
+    where = PointFilter(user_id="u1", agent_id="a1")
+    assert set(reopened.scroll_ids("t1", where)) == {p.id for p in points[1::2]}
+    hits = reopened.search_dense("t1", axis(3), PointFilter(user_id="u1", readers_any=("a1",)), 3)
+    assert hits[0].id == points[3].id
+    reopened.close()
+    shard = EdgeShard.load(str(folder))
+    try:
+        assert set(shard.info().payload_schema) == {"user_id", "readers", "topic_tags", "is_active"}
+    finally:
+        shard.close()

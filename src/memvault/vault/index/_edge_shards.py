@@ -33,6 +33,7 @@ from qdrant_edge import (
     EdgeVectorParams,
     IntegerIndexParams,
     KeywordIndexParams,
+    Memory,
     Modifier,
     UpdateOperation,
 )
@@ -74,16 +75,24 @@ def index_error(action: str, exc: BaseException) -> IndexError_:
 
 
 def _payload_indexes() -> dict[str, Any]:
-    """Payload fields the shard indexes, and how."""
+    """Payload fields the shard indexes, and how: those of a search's scope filter.
+
+    Each keyword index costs a loaded 5,000-point partition about 5 MiB of RSS and every upsert
+    about 10 µs of the GIL (docs/performance.md), so fields filtered only by rare operations
+    are not indexed: `agent_id` (erasing an agent), `alias_of` (A-MEM moving a survivor's
+    aliases, `writes.py`) and `note_type`; the engine checks those against the stored payload.
+    Shards created with them lose them on their next load (`RETIRED_INDEXES`).
+    """
     return {
         "user_id": KeywordIndexParams(is_tenant=True),
-        "agent_id": KeywordIndexParams(),
         "readers": KeywordIndexParams(),
-        "note_type": KeywordIndexParams(),
         "topic_tags": KeywordIndexParams(),
         "is_active": IntegerIndexParams(lookup=True, range=False),
-        "alias_of": KeywordIndexParams(),  # absorbing a survivor moves its aliases (writes.py)
     }
+
+
+RETIRED_INDEXES = ("agent_id", "note_type", "alias_of")
+"""Payload indexes that shards created before 2026-12-02 have and `ShardFactory.open` deletes."""
 
 
 class ShardFactory:
@@ -93,9 +102,19 @@ class ShardFactory:
         self.dense_dim = dense_dim
 
     def config(self) -> EdgeConfig:
-        """The engine configuration of every shard."""
+        """The engine configuration of every shard.
+
+        Dense vectors are `Memory.Cold`: mapped and paged in as searches touch them. The
+        engine's default (`Cached`) pages in the whole preallocated storage file when a shard
+        is loaded, about 42 MiB for a 5,000-point partition whose vectors take 10 MiB
+        (docs/performance.md). A shard keeps the placement it was created with.
+        """
         return EdgeConfig(
-            vectors={DENSE: EdgeVectorParams(size=self.dense_dim, distance=Distance.Cosine)},
+            vectors={
+                DENSE: EdgeVectorParams(
+                    size=self.dense_dim, distance=Distance.Cosine, memory=Memory.Cold
+                )
+            },
             sparse_vectors={SPARSE: EdgeSparseVectorParams(modifier=Modifier.Idf)},
             max_search_threads=1,
             wal_enabled=True,
@@ -114,6 +133,9 @@ class ShardFactory:
         for field, params in _payload_indexes().items():
             if field not in present:
                 shard.update(UpdateOperation.create_field_index(field, params))
+        for field in RETIRED_INDEXES:  # their memory is freed from the next load on
+            if field in present:
+                shard.update(UpdateOperation.delete_field_index(field))
         return shard
 
 
