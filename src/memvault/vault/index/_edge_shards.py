@@ -77,11 +77,11 @@ def index_error(action: str, exc: BaseException) -> IndexError_:
 def _payload_indexes() -> dict[str, Any]:
     """Payload fields the shard indexes, and how: those of a search's scope filter.
 
-    Each keyword index costs a loaded 5,000-point partition about 5 MiB of RSS and every upsert
-    about 10 µs of the GIL (docs/performance.md), so fields filtered only by rare operations
-    are not indexed: `agent_id` (erasing an agent), `alias_of` (A-MEM moving a survivor's
-    aliases, `writes.py`) and `note_type`; the engine checks those against the stored payload.
-    Shards created with them lose them on their next load (`RETIRED_INDEXES`).
+    Each keyword index costs a loaded 5,000-point partition about 5 MiB of RSS
+    (docs/performance.md), so fields filtered only by rare operations are not indexed:
+    `agent_id` (erasing an agent), `alias_of` (A-MEM moving a survivor's aliases, `writes.py`)
+    and `note_type`; the engine checks those against the stored payload. Shards created with
+    them lose them on their next load (`RETIRED_INDEXES`).
     """
     return {
         "user_id": KeywordIndexParams(is_tenant=True),
