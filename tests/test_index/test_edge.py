@@ -364,7 +364,7 @@ def test_edge_drops_the_retired_indexes_of_an_older_partition_and_answers_the_sa
     from qdrant_edge import EdgeShard, KeywordIndexParams, UpdateOperation
 
     index = EdgeIndex(tmp_path, DIM)
-    points = [point(axis(i % DIM), agent=f"a{i % 2}", note_type="fact") for i in range(12)]
+    points = [point(axis(i), agent=f"a{i % 2}", note_type="fact") for i in range(DIM)]  # no ties
     index.upsert("t1", points)
     index.close()
     folder = tmp_path / _folder("t1") / _partition("u1")
