@@ -21,7 +21,6 @@ Run: .venv/bin/python -m bench.edge_memory [--partitions 5] [--points 5000] [--r
 from __future__ import annotations
 
 import argparse
-import collections
 import hashlib
 import json
 import statistics
@@ -35,6 +34,7 @@ from typing import Any
 import numpy as np
 import qdrant_edge as edge
 
+from bench._rss import smaps_mib
 from memvault.vault.index._edge_convert import edge_filter
 from memvault.vault.index._edge_shards import ShardFactory, _payload_indexes
 from memvault.vault.index.base import DENSE, SPARSE, PointFilter
@@ -116,22 +116,19 @@ def _rss_mib() -> float:
         return int(f.read().split()[1]) * 4096 / 2**20
 
 
+def _segment_file(rel: str) -> str:
+    """A partition file's kind: `u-N/segments/<id>/FILE` gives FILE, `u-N/wal/…` gives `wal`."""
+    parts = Path(rel).parts
+    return parts[3] if parts[1] == "segments" and len(parts) > 3 else parts[1]
+
+
 def _rss_by_file(root: Path) -> dict[str, float]:
     """RSS of the mappings of files under `root`, by file kind (segment file or WAL)."""
-    found: collections.defaultdict[str, float] = collections.defaultdict(float)
-    kind = None
-    with open("/proc/self/smaps") as f:
-        for line in f:
-            fields = line.split()
-            if not fields[0].endswith(":"):
-                path = fields[5] if len(fields) > 5 else ""
-                kind = None
-                if path.startswith(str(root)):
-                    rel = Path(path).relative_to(root).parts  # u-N/segments/<id>/FILE, u-N/wal/…
-                    kind = rel[3] if rel[1] == "segments" and len(rel) > 3 else rel[1]
-            elif fields[0] == "Rss:" and kind:
-                found[kind] += int(fields[1]) / 1024
-    return {k: round(v, 1) for k, v in sorted(found.items(), key=lambda kv: -kv[1])}
+    return {
+        name.removeprefix("data:"): mib
+        for name, mib in smaps_mib(root, _segment_file).items()
+        if name.startswith("data:")
+    }
 
 
 def measure(root: Path, name: str, queries: int) -> dict[str, Any]:

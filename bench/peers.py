@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench._harness import open_vault
+from bench._rss import smaps_mib
 from memvault.errors import ScreenRefused
 from memvault.scope import Scope
 
@@ -111,33 +112,6 @@ class PeerEmbedder:
 
     def reset(self) -> None:
         self.seconds, self.calls = 0.0, 0
-
-
-def smaps_mib(data_dir: Path) -> dict[str, float]:
-    """This process's RSS split by mapping: anonymous, data-dir files (per top folder), libs."""
-    out: dict[str, float] = {}
-    name = "anon"
-    try:
-        lines = Path("/proc/self/smaps").read_text().splitlines()
-    except OSError:
-        return out
-    root = str(data_dir.resolve())
-    for line in lines:
-        head = line.split(maxsplit=5)
-        if len(head) >= 5 and "-" in head[0] and ":" in head[3]:  # a mapping header
-            path = head[5] if len(head) == 6 else ""
-            if path.startswith(root):
-                rel = path[len(root) :].lstrip("/")
-                name = "data:" + (rel.split("/")[0] if "/" in rel else rel)
-            elif path.endswith(".so") or ".so." in path or ".cpython-" in path:
-                name = "libs"
-            elif path.startswith("/") and not path.startswith("/dev/"):
-                name = "other files"
-            else:
-                name = "anon"  # [heap], [stack], anonymous (numpy, Python, Rust allocations)
-        elif line.startswith("Rss:"):
-            out[name] = out.get(name, 0.0) + int(line.split()[1]) / 1024
-    return {k: round(v, 1) for k, v in sorted(out.items(), key=lambda kv: -kv[1])}
 
 
 def prepare_dir(path: Path) -> None:
