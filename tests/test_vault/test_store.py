@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from sqlalchemy import func, select, text
 
@@ -125,3 +127,29 @@ def test_sqlite_planner_uses_primary_key_to_hydrate_ids(
     with services.db.engine.connect() as conn:
         plan = " ".join(str(row[-1]) for row in conn.execute(text("EXPLAIN QUERY PLAN " + sql)))
     assert "sqlite_autoindex_notes_1" in plan, plan
+
+
+def test_a_checkpoint_a_reader_blocks_gives_up_after_its_attempts_not_the_busy_timeout(
+    make_services: ServicesFactory, tmp_path: Path
+) -> None:
+    import sqlite3
+    import time
+
+    services = make_services("sqlite", data_dir=tmp_path / "vault")
+    services.tenants.create("t1")
+    db = services.db
+    reader = sqlite3.connect(tmp_path / "vault" / "memvault.db")
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM notes").fetchone()  # an old snapshot
+    services.vault.scoped(Scope("t1", "u1", "a1")).add("the orchard gate is painted green")
+    try:
+        began = time.monotonic()
+        assert db.checkpoint(attempts=2) is False
+        # Each attempt once waited the pool's 30 s busy timeout (a blocked erase took minutes).
+        assert time.monotonic() - began < 20
+    finally:
+        reader.rollback()
+        reader.close()
+    with db.engine.connect() as conn:  # the pool's connections keep their own busy timeout
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30_000
+    assert db.checkpoint(attempts=2) is True

@@ -213,7 +213,7 @@ class Eraser:
 
         SQLite runs with `secure_delete`, so the checkpoint writes zeroed pages back into the
         database file and truncates the WAL. A reader holding an old snapshot blocks it; after
-        `checkpoint_attempts` tries (about 7 s for 50) this raises `ScrubIncomplete`, after the
+        `checkpoint_attempts` tries (about 10 s for 50) this raises `ScrubIncomplete`, after the
         rest of the scrub ran, so an erase job stops short of its receipt and is retried.
         PostgreSQL: VACUUM the touched tables when the owner's URL is configured (only the owner
         may VACUUM): see docs/erasure.md.

@@ -36,7 +36,11 @@ from memvault.vault.store.row_security import row_security_problems
 
 log = logging.getLogger(__name__)
 CHECKPOINT_ATTEMPTS = 50
-"""Tries of `Database.checkpoint` while readers block it (about 7 s in all)."""
+"""Tries of `Database.checkpoint` while readers block it (about 10 s in all)."""
+CHECKPOINT_BUSY_MS = 50
+"""How long one checkpoint attempt waits on the busy handler for readers and writers."""
+BUSY_TIMEOUT_MS = 30_000
+"""How long any other SQLite statement waits for a lock another connection holds."""
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 APP_ROLE = "memvault_app"
@@ -190,7 +194,13 @@ class Database:
             return True
         for attempt in range(attempts):
             with self.engine.connect() as conn:
-                busy, _, _ = conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)").one()
+                # A TRUNCATE checkpoint waits on the busy handler while a reader holds an old
+                # snapshot: the pool's 30 s `busy_timeout` would make each attempt take 30 s.
+                conn.exec_driver_sql(f"PRAGMA busy_timeout={CHECKPOINT_BUSY_MS}")
+                try:
+                    busy, _, _ = conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)").one()
+                finally:
+                    conn.exec_driver_sql(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             if not busy:
                 return True
             time.sleep(min(0.01 * (attempt + 1), 0.2))
@@ -341,7 +351,7 @@ def _on_sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
-    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     cur.execute("PRAGMA case_sensitive_like=ON")
     cur.execute("PRAGMA secure_delete=ON")
     cur.close()
