@@ -20,7 +20,7 @@ store). Weights are per embedding model, chosen on LoCoMo conversations 0-4 and 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -147,7 +147,7 @@ def rerank(
 def search_fused(
     index: VectorIndex,
     namespace: str,
-    dense: Sequence[float],
+    dense: Callable[[], Sequence[float]],
     sparse: SparseVector,
     where: PointFilter,
     limit: int,
@@ -155,12 +155,16 @@ def search_fused(
     ranges: Sequence[tuple[float, float]] = (),
 ) -> list[Hit]:
     """Hybrid search on any adapter: the two scoped prefetches, fused and re-ranked here
-    (`score`), or the store's weighted RRF (`rrf`). Hits carry the final score."""
+    (`score`), or the store's weighted RRF (`rrf`). Hits carry the final score.
+
+    `dense` gives the query vector. It is called after the BM25 prefetch, so a vector being
+    computed elsewhere (the embedding process) is awaited only then.
+    """
     prefetch = max(fusion.prefetch, limit)
     if fusion.method == "rrf":
         return index.search_hybrid(
             namespace,
-            dense,
+            dense(),
             sparse,
             where,
             limit,
@@ -168,7 +172,7 @@ def search_fused(
             weights=fusion.rrf_weights,
             rrf_k=fusion.k,
         )
-    dense_hits = index.search_dense(namespace, dense, where, prefetch)
     sparse_hits = index.search_sparse(namespace, sparse, where, prefetch) if sparse.indices else []
+    dense_hits = index.search_dense(namespace, dense(), where, prefetch)
     ranked = rerank(fuse_scores(dense_hits, sparse_hits, fusion.dense_weight), fusion, ranges)
     return [Hit(s.hit.id, s.score, s.hit.payload) for s in ranked[:limit]]

@@ -7,11 +7,12 @@ Modes: `dense`, `sparse` (BM25 only), `hybrid` (both, fused by scores and re-ran
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from memvault.errors import InvalidRequest
+from memvault.vault.embed.base import Vectors
 from memvault.vault.index.base import Hit, PointFilter
 from memvault.vault.links import linked_ids
 from memvault.vault.notes import SearchHit
@@ -94,7 +95,9 @@ class HybridRetriever:
         embedder = self._parts.embedder
         index = self._parts.index
         fetch = limit * HEAT_CANDIDATES if mode == "full" else limit
-        dense = embedder.embed_query(scope, query).tolist() if mode != "sparse" else None
+        # The query vector is asked for first and taken last: with the model in its own process
+        # (`EMBED_PROCESS`), the BM25 encoding and search below run while it embeds.
+        dense = _QueryVector(embedder.begin_query(scope, query)) if mode != "sparse" else None
         sparse = (
             SparseEncoder(self._parts.keyring.index_key(scope.tenant).token_id).encode_query(query)
             if mode != "dense"
@@ -102,7 +105,7 @@ class HybridRetriever:
         )
         if mode == "dense" or (sparse is not None and not sparse.indices and dense is not None):
             assert dense is not None
-            hits = index.search_dense(namespace, dense, where, fetch)
+            hits = index.search_dense(namespace, dense.get(), where, fetch)
         elif mode == "sparse":
             assert sparse is not None
             hits = index.search_sparse(namespace, sparse, where, fetch) if sparse.indices else []
@@ -110,10 +113,10 @@ class HybridRetriever:
             assert dense is not None and sparse is not None
             fusion = fusion_for(embedder.model_id, fusion_method).for_query(query)
             ranges = query_ranges(query, self._parts.clock()) if fusion.date else []
-            hits = search_fused(index, namespace, dense, sparse, where, fetch, fusion, ranges)
+            hits = search_fused(index, namespace, dense.get, sparse, where, fetch, fusion, ranges)
         hits = follow_aliases(hits)
         if mode == "full":
-            results = self._full(hits, limit, dense or [], where)
+            results = self._full(hits, limit, dense.get() if dense else [], where)
         else:
             results = self._view.hydrate(hits)
         self._parts.retrievals.record(scope.tenant, [r.note.id for r in results])
@@ -198,6 +201,21 @@ class HybridRetriever:
         passing = [h for h in gated if h.score >= gate and h.id in hop_of]
         passing.sort(key=lambda h: (hop_of.get(h.id, GRAPH_HOPS + 1), -h.score))
         return passing[:GRAPH_MAX_EXTRA]
+
+
+class _QueryVector:
+    """A query's vector, asked for once (`CachedEmbedder.begin_query`), as a list of floats."""
+
+    __slots__ = ("_pending", "_vector")
+
+    def __init__(self, pending: Callable[[], Vectors]) -> None:
+        self._pending = pending
+        self._vector: list[float] | None = None
+
+    def get(self) -> list[float]:
+        if self._vector is None:
+            self._vector = self._pending().tolist()
+        return self._vector
 
 
 def follow_aliases(hits: Sequence[Hit]) -> list[Hit]:

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from memvault.observability import timed_call
+from memvault.observability import record, timed_call
 from memvault.scope import Scope
 from memvault.vault.embed.base import Embedder, Vectors
 
@@ -200,6 +201,34 @@ class CachedEmbedder:
     def embed_query(self, scope: Scope, text: str) -> Vectors:
         """Embed a query for `scope`: shape (dimension,), cached."""
         return self._embed(scope, QUERY, [text])[0]
+
+    def begin_query(self, scope: Scope, text: str) -> Callable[[], Vectors]:
+        """Start embedding a query for `scope`; the returned function gives its vector.
+
+        When the model runs in another process (`ProcessEmbedder.submit_query`), a miss is sent
+        to it now, so the caller's work until it asks for the vector (a search's BM25 half)
+        overlaps the model's. Otherwise nothing runs until the function is called, which then
+        does what `embed_query` does. Either way the vector is cached as `embed_query` caches
+        it, and the `embed`/`query` time runs from this call until the vector is in hand.
+        """
+        submit = getattr(self._embedder, "submit_query", None)
+        if submit is None:
+            return lambda: self.embed_query(scope, text)
+        start = time.perf_counter()
+        digest = cache_key(scope, self.model_id, QUERY, text)
+        (found,), generation = self._cache.get_many([digest])
+        wait = None if found is not None else submit(text)
+
+        def vector() -> Vectors:
+            if wait is None:
+                out = np.array(found, dtype=np.float32)
+            else:
+                out = wait()
+                self._cache.put_many(scope, [(digest, out)], generation)
+            record("embed", "query", time.perf_counter() - start)
+            return out
+
+        return vector
 
     def evict_scope(self, tenant: str, user: str | None = None, agent: str | None = None) -> int:
         """Shortcut for `cache.evict_scope` (see there)."""

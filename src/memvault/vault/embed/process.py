@@ -335,24 +335,40 @@ class ProcessEmbedder:
         if child is not None:
             child.stop()
 
+    def submit_query(self, text: str) -> Callable[[], Vectors]:
+        """Send one query to the child now; the returned function waits for its vector.
+
+        The caller does other work meanwhile (a search runs its BM25 half while the child
+        embeds). Shape (dimension,), unit length. Waiting behaves as `embed_query`: a child that
+        dies is replaced once, and its failure raises `EmbeddingFailed`.
+        """
+        texts = [text]
+        child, call = self._submit(QUERIES, texts)
+        return lambda: self._await(QUERIES, texts, child, call)[0]
+
     def _call(self, kind: str, texts: list[str]) -> Vectors:
-        for attempt in (1, 2):
-            child = self._running()
-            call = child.submit(kind, texts)
-            if not call.lost:
-                call.done.wait()
-            if call.lost:  # the child died (killed, out of memory): start another
-                self._replace(child)
-                if attempt == 2:
-                    raise EmbeddingFailed("the embedding process stopped twice")
-                continue
-            if call.error is not None:
-                raise EmbeddingFailed(f"the embedding process failed: {call.error}")
-            vectors: Vectors = np.asarray(call.vectors, dtype=np.float32)
-            if vectors.shape != (len(texts), self.dimension):
-                raise EmbeddingFailed("the embedding process returned a wrong shape")
-            return vectors
-        raise AssertionError("unreachable")
+        return self._await(kind, texts, *self._submit(kind, texts))
+
+    def _submit(self, kind: str, texts: list[str]) -> tuple[_Child, _Call]:
+        child = self._running()
+        return child, child.submit(kind, texts)
+
+    def _await(
+        self, kind: str, texts: list[str], child: _Child, call: _Call, attempt: int = 1
+    ) -> Vectors:
+        if not call.lost:
+            call.done.wait()
+        if call.lost:  # the child died (killed, out of memory): start another
+            self._replace(child)
+            if attempt == 2:
+                raise EmbeddingFailed("the embedding process stopped twice")
+            return self._await(kind, texts, *self._submit(kind, texts), attempt=2)
+        if call.error is not None:
+            raise EmbeddingFailed(f"the embedding process failed: {call.error}")
+        vectors: Vectors = np.asarray(call.vectors, dtype=np.float32)
+        if vectors.shape != (len(texts), self.dimension):
+            raise EmbeddingFailed("the embedding process returned a wrong shape")
+        return vectors
 
     def _running(self) -> _Child:
         with self._lock:

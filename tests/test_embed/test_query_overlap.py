@@ -1,0 +1,178 @@
+"""A search asks for its query vector first and waits for it last: with the model in its own
+process, the child embeds while the caller runs the BM25 half. The vector, the cache and the
+results are what `embed_query` gives; a child that dies meanwhile is replaced."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memvault.scope import Scope
+from memvault.vault.embed import CachedEmbedder, EmbeddingCache, Vectors
+from memvault.vault.embed.base import Embedder
+from memvault.vault.embed.process import ProcessEmbedder
+
+ALICE = Scope("acme", "alice", "planner")
+QUERY = "When does Alice fly to Lisbon?"
+
+
+@pytest.fixture(scope="module")
+def process_embedder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessEmbedder]:
+    model = ProcessEmbedder("use-m3", data_dir=tmp_path_factory.mktemp("data"), threads=1)
+    model.load()
+    yield model
+    model.close()
+
+
+class CountingSubmits:
+    """A `ProcessEmbedder` seen through its query calls: what was submitted and awaited."""
+
+    def __init__(self, inner: ProcessEmbedder, events: list[str] | None = None) -> None:
+        self.inner = inner
+        self.model_id, self.dimension = inner.model_id, inner.dimension
+        self.events = events if events is not None else []
+
+    def embed_documents(self, texts: list[str]) -> Vectors:
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> Vectors:
+        self.events.append("embed_query")
+        return self.inner.embed_query(text)
+
+    def submit_query(self, text: str) -> Callable[[], Vectors]:
+        self.events.append("submit")
+        wait = self.inner.submit_query(text)
+
+        def awaited() -> Vectors:
+            self.events.append("await")
+            return wait()
+
+        return awaited
+
+
+def _answered_within(model: ProcessEmbedder, seconds: float = 30.0) -> bool:
+    """Whether the child has answered every call it was sent, within `seconds`."""
+    child = model._child
+    assert child is not None
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with child.lock:
+            if not child.calls:
+                return True
+        time.sleep(0.01)
+    return False
+
+
+def test_a_submitted_query_is_embedded_before_anyone_waits_for_it(
+    process_embedder: ProcessEmbedder, embedder: Embedder
+) -> None:
+    wait = process_embedder.submit_query(QUERY)
+    assert _answered_within(process_embedder), "the child did not answer before the wait"
+    vector = wait()
+    assert vector.dtype == np.float32 and vector.shape == (512,)
+    assert np.array_equal(vector, embedder.embed_query(QUERY))
+    assert np.array_equal(vector, process_embedder.embed_query(QUERY))
+
+
+def test_a_child_killed_while_a_query_is_pending_is_replaced_and_the_query_answered(
+    process_embedder: ProcessEmbedder, embedder: Embedder
+) -> None:
+    first = process_embedder.pid
+    assert first is not None
+    os.kill(first, signal.SIGSTOP)  # it cannot answer before it dies
+    try:
+        wait = process_embedder.submit_query(QUERY)
+    finally:
+        os.kill(first, signal.SIGKILL)
+    assert np.array_equal(wait(), embedder.embed_query(QUERY))
+    assert process_embedder.pid not in (None, first)
+
+
+def test_begin_query_caches_the_vector_and_a_hit_skips_the_model(
+    process_embedder: ProcessEmbedder,
+) -> None:
+    counting = CountingSubmits(process_embedder)
+    cached = CachedEmbedder(counting, EmbeddingCache())  # type: ignore[arg-type]
+    first = cached.begin_query(ALICE, QUERY)()
+    assert counting.events == ["submit", "await"]
+    assert cached.count_scope("acme", "alice") == 1
+    again = cached.begin_query(ALICE, QUERY)()
+    assert counting.events == ["submit", "await"], "a cached query reached the model"
+    assert np.array_equal(first, again)
+    assert np.array_equal(first, cached.embed_query(ALICE, QUERY))
+    assert counting.events == ["submit", "await"]
+
+
+def test_a_scope_evicted_while_its_query_is_pending_caches_nothing(
+    process_embedder: ProcessEmbedder,
+) -> None:
+    cached = CachedEmbedder(CountingSubmits(process_embedder), EmbeddingCache())  # type: ignore[arg-type]
+    pending = cached.begin_query(ALICE, QUERY)
+    assert cached.evict_scope("acme", "alice") == 0  # the erasure's eviction, mid-flight
+    assert pending().shape == (512,)
+    assert cached.count_scope("acme") == 0, "an erased scope's query vector was cached"
+
+
+def test_an_in_process_model_runs_only_when_the_vector_is_asked_for(
+    use_embedder: Embedder,
+) -> None:
+    calls: list[str] = []
+
+    class InProcess:
+        model_id, dimension = use_embedder.model_id, use_embedder.dimension
+
+        def embed_documents(self, texts: list[str]) -> Vectors:
+            return use_embedder.embed_documents(texts)
+
+        def embed_query(self, text: str) -> Vectors:
+            calls.append(text)
+            return use_embedder.embed_query(text)
+
+    cached = CachedEmbedder(InProcess(), EmbeddingCache())  # type: ignore[arg-type]
+    pending = cached.begin_query(ALICE, QUERY)
+    assert calls == []
+    assert np.array_equal(pending(), use_embedder.embed_query(QUERY))
+    assert calls == [QUERY] and cached.count_scope("acme", "alice") == 1
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "full", "dense"])
+def test_a_search_runs_its_bm25_half_while_the_child_embeds(
+    tmp_path: Path, process_embedder: ProcessEmbedder, embedder: Embedder, mode: str
+) -> None:
+    from memvault.config import Settings
+    from memvault.vault.factory import open_services
+
+    events: list[str] = []
+    counting = CountingSubmits(process_embedder, events)
+    settings = Settings(data_dir=tmp_path / "data", amem=False)
+    services = open_services(settings, embedder=counting, screen=None)  # type: ignore[arg-type]
+    try:
+        services.tenants.create("acme")
+        view = services.vault.scoped(ALICE)
+        lisbon = view.add("Alice flies to Lisbon on Friday morning")
+        view.add("Bob keeps bees on the roof of the depot")
+        index = services.vault.parts.index
+        for name in ("search_sparse", "search_dense"):
+            real = getattr(index, name)
+
+            def logged(*args: object, _real: Callable[..., object] = real, _name: str = name):  # type: ignore[no-untyped-def]
+                events.append(_name)
+                return _real(*args)
+
+            setattr(index, name, logged)
+        events.clear()
+        hits = view.search(QUERY, limit=2, mode=mode)
+    finally:
+        services.close()
+    assert hits and hits[0].note.id == lisbon.id
+    if mode == "dense":
+        assert events == ["submit", "await", "search_dense"]
+    else:
+        assert events[:3] == ["submit", "search_sparse", "await"], events
+        assert "search_dense" in events[3:] and "embed_query" not in events
