@@ -147,7 +147,7 @@ def rerank(
 def search_fused(
     index: VectorIndex,
     namespace: str,
-    dense: Callable[[], Sequence[float]],
+    dense: Sequence[float] | Callable[[], Sequence[float]],
     sparse: SparseVector,
     where: PointFilter,
     limit: int,
@@ -157,14 +157,15 @@ def search_fused(
     """Hybrid search on any adapter: the two scoped prefetches, fused and re-ranked here
     (`score`), or the store's weighted RRF (`rrf`). Hits carry the final score.
 
-    `dense` gives the query vector. It is called after the BM25 prefetch, so a vector being
-    computed elsewhere (the embedding process) is awaited only then.
+    `dense` is the query vector, or a function giving it: the function is called after the
+    BM25 prefetch, so a vector being computed elsewhere (the embedding process) is awaited only
+    then.
     """
     prefetch = max(fusion.prefetch, limit)
     if fusion.method == "rrf":
         return index.search_hybrid(
             namespace,
-            dense(),
+            _vector(dense),
             sparse,
             where,
             limit,
@@ -173,6 +174,10 @@ def search_fused(
             rrf_k=fusion.k,
         )
     sparse_hits = index.search_sparse(namespace, sparse, where, prefetch) if sparse.indices else []
-    dense_hits = index.search_dense(namespace, dense(), where, prefetch)
+    dense_hits = index.search_dense(namespace, _vector(dense), where, prefetch)
     ranked = rerank(fuse_scores(dense_hits, sparse_hits, fusion.dense_weight), fusion, ranges)
     return [Hit(s.hit.id, s.score, s.hit.payload) for s in ranked[:limit]]
+
+
+def _vector(dense: Sequence[float] | Callable[[], Sequence[float]]) -> Sequence[float]:
+    return dense() if callable(dense) else dense
