@@ -5,9 +5,10 @@ runs the shared workload's queries (`--rounds` times each) as `bench.peers` does
 query-embedding cache cleared before each search. Each part is timed by wrapping the function
 that does it; the report gives milliseconds per search:
 
-- `embed_query`; `search_fused` (hybrid and full: the two Edge prefetches, fusion, rerank) or
-  the Edge call of `dense`; `_full` (the hydration statement, heat, the graph walk and gate,
-  decrypting the returned notes) or `hydrate` (dense, hybrid); `other` is the rest.
+- `search_fused` (hybrid and full: the two Edge prefetches, fusion, rerank, and the query
+  embedding, which a search asks for only after its BM25 prefetch) or, for `dense`,
+  `embed_query` and the Edge call; `_full` (the hydration statement, heat, the graph walk and
+  gate, decrypting the returned notes) or `hydrate` (dense, hybrid); `other` is the rest.
 
 Run: .venv/bin/python -m bench.search_parts --data-dir /tmp/memvault-peers/memvault-T10-N5000
 
@@ -40,12 +41,13 @@ from bench.add_parts import TIMES, open_peer_store, print_parts, timed
 from memvault.scope import Scope
 
 
-def instrument(parts: Any) -> None:
+def instrument(parts: Any, mode: str) -> None:
     import memvault.vault.ranking as ranking
     import memvault.vault.retrieve as retrieve
     import memvault.vault.service as service
 
-    timed(parts.embedder, "embed_query", "embed_query")
+    # hybrid and full embed the query inside `search_fused`, after the sparse prefetch
+    timed(parts.embedder, "embed_query", "embed_query" if mode == "dense" else "  embed_query")
     timed(retrieve, "search_fused", "search_fused")
     timed(parts.index, "search_dense", "  edge dense")
     timed(parts.index, "search_sparse", "  edge sparse")
@@ -76,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("--then-reopen and --then-optimize need --fill")
     if not a.fill:
         services = open_peer_store(a.data_dir, a.threads)
-        instrument(services.vault.parts)
+        instrument(services.vault.parts, a.mode)
         measure(a, services, "fresh process")
         services.close()
         return 0
@@ -91,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def measure_writer(a: argparse.Namespace, services: Any) -> None:
     """The parts in the writing process; then, as asked, after reopening or optimizing."""
-    instrument(services.vault.parts)
+    instrument(services.vault.parts, a.mode)
     first = measure(a, services, "writing process")
     index = services.vault.parts.index
 

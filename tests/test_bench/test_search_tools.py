@@ -1,4 +1,5 @@
-"""`bench.search_parts --fill` and `bench.edge_quantization` on a tiny `bench.peers` store."""
+"""`bench.search_parts --fill`, `bench.edge_quantization` and `bench.search_overlap` on a tiny
+`bench.peers` store."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from bench import edge_quantization, http_stack, peers, search_parts
+from bench import edge_quantization, http_stack, peers, search_overlap, search_parts
 
 pytestmark = pytest.mark.skipif(
     not (peers.PEERS_DIR / "workload.py").is_file(),
@@ -52,6 +53,30 @@ def test_parts_in_the_writing_process_then_quantized_copies(
         assert f"top 10 in the same order {queries}/{queries}" in rows[name], rows[name]
         assert rows[name].endswith("score diff 0"), rows[name]
     assert re.search(r"optimize\(\) for int8: \d+ ms per partition, longest pause \d+ ms", out)
+
+
+def test_search_overlap_times_both_orders_and_they_return_the_same_notes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "store"
+    tiny = ["-T", "2", "-N", "20", "-Q", "5"]
+    assert peers.main([*tiny, "--no-reopen", "--data-dir", str(store)]) == 0
+    capsys.readouterr()
+    args = ["--data-dir", str(store), *tiny, "--rounds", "2", "--modes", "hybrid,dense"]
+    assert search_overlap.main(args) == 0
+    out = capsys.readouterr().out
+    assert "round 2/2 done" in out
+    rows = dict(re.findall(r"^  (hybrid|dense)\s+(p50 .*)$", out, re.M))
+    assert set(rows) == {"hybrid", "dense"}, out
+    for row in rows.values():
+        found = re.fullmatch(
+            r"p50 ([\d.]+) vs ([\d.]+) ms \(ratio [\d.]+\), mean [\d.]+ vs [\d.]+ ms,"
+            r" same ids (\d+)/(\d+)",
+            row,
+        )
+        assert found is not None, row
+        assert float(found[1]) > 0 and float(found[2]) > 0
+        assert found[3] == found[4] == "20", row  # 2 users x 5 queries x 2 rounds
 
 
 def test_http_stack_prices_a_search_request_and_restores_what_it_stubbed(

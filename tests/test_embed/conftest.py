@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,26 @@ from memvault.vault.embed import (
     UseEmbedder,
     prepare_minilm_dir,
 )
+from memvault.vault.embed.process import ProcessEmbedder
+
+
+def poll_until(check: Callable[[], bool], seconds: float, step: float = 0.05) -> bool:
+    """Whether `check()` came true within `seconds` (asked every `step` seconds)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(step)
+    return False
+
+
+@pytest.fixture(scope="module")
+def process_embedder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessEmbedder]:
+    """A started `ProcessEmbedder` (use-m3, one thread), shared by a module's tests."""
+    model = ProcessEmbedder("use-m3", data_dir=tmp_path_factory.mktemp("data"), threads=1)
+    model.load()
+    yield model
+    model.close()
 
 
 @pytest.fixture(scope="session")

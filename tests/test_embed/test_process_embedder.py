@@ -9,7 +9,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 
 from memvault.vault.embed.base import Embedder
 from memvault.vault.embed.process import EmbeddingFailed, ProcessEmbedder
+from tests.test_embed.conftest import poll_until
 
 TEXTS = [
     "The garden piano plan, item kqzvxabc, is due next week",
@@ -28,26 +28,17 @@ TEXTS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def process_embedder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessEmbedder]:
-    model = ProcessEmbedder("use-m3", data_dir=tmp_path_factory.mktemp("data"), threads=1)
-    model.load()
-    yield model
-    model.close()
-
-
 def _gone(pid: int, seconds: float = 10.0) -> bool:
     """Whether process `pid` has exited (reaped or a zombie of a dead parent) within `seconds`."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+
+    def exited() -> bool:
         try:
             with open(f"/proc/{pid}/stat") as stat:
-                if stat.read().split(") ", 1)[1].startswith("Z"):
-                    return True
+                return stat.read().split(") ", 1)[1].startswith("Z")
         except FileNotFoundError:
             return True
-        time.sleep(0.05)
-    return False
+
+    return poll_until(exited, seconds)
 
 
 def test_vectors_equal_the_in_process_model_bit_for_bit(

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -17,17 +16,10 @@ from memvault.scope import Scope
 from memvault.vault.embed import CachedEmbedder, EmbeddingCache, Vectors
 from memvault.vault.embed.base import Embedder
 from memvault.vault.embed.process import ProcessEmbedder
+from tests.test_embed.conftest import poll_until
 
 ALICE = Scope("acme", "alice", "planner")
 QUERY = "When does Alice fly to Lisbon?"
-
-
-@pytest.fixture(scope="module")
-def process_embedder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessEmbedder]:
-    model = ProcessEmbedder("use-m3", data_dir=tmp_path_factory.mktemp("data"), threads=1)
-    model.load()
-    yield model
-    model.close()
 
 
 class CountingSubmits:
@@ -60,13 +52,12 @@ def _answered_within(model: ProcessEmbedder, seconds: float = 30.0) -> bool:
     """Whether the child has answered every call it was sent, within `seconds`."""
     child = model._child
     assert child is not None
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+
+    def answered() -> bool:
         with child.lock:
-            if not child.calls:
-                return True
-        time.sleep(0.01)
-    return False
+            return not child.calls
+
+    return poll_until(answered, seconds, step=0.01)
 
 
 def test_a_submitted_query_is_embedded_before_anyone_waits_for_it(
