@@ -54,6 +54,27 @@ def open_peer_store(data_dir: Path, threads: int) -> Any:
     return open_vault(data_dir / "vault", embedder, screen=True)
 
 
+def peer_store_parser(doc: str | None, *, rounds: int) -> argparse.ArgumentParser:
+    """The options of a tool that reopens a store `bench.peers` filled: `--data-dir`, the run's
+    shape (`-T`, `-N`, `-Q`, from which the workload's queries are rebuilt) and `--rounds`."""
+    parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, required=True, help="a bench.peers data dir")
+    parser.add_argument("--tenants", "-T", type=int, default=10, help="as the peers run")
+    parser.add_argument("--memories", "-N", type=int, required=True, help="as the peers run")
+    parser.add_argument("--queries", "-Q", type=int, default=50, help="as the peers run")
+    parser.add_argument("--rounds", type=int, default=rounds)
+    return parser
+
+
+def add_fill_options(parser: argparse.ArgumentParser) -> None:
+    """`--threads` (the harness embedder's, as `bench.peers`) and `--fill` (measure in the
+    process that fills the store)."""
+    parser.add_argument("--threads", type=int, default=2, help="embedder threads (as peers)")
+    parser.add_argument(
+        "--fill", action="store_true", help="run bench.peers in process first (wipes --data-dir)"
+    )
+
+
 def print_parts(n: int, total: float, unit: str) -> None:
     """Each part's milliseconds per operation (`TIMES`), then what the top-level parts leave of
     `total` seconds as `other` (indented labels are parts of the part above them)."""

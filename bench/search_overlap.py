@@ -31,6 +31,7 @@ from unittest import mock
 
 from bench import peers
 from bench._harness import open_vault
+from bench.add_parts import peer_store_parser
 from memvault.scope import Scope
 from memvault.vault.embed import CachedEmbedder, Vectors
 from memvault.vault.embed.process import ProcessEmbedder
@@ -54,12 +55,7 @@ def arm(name: str) -> Iterator[None]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, required=True, help="a bench.peers data dir")
-    parser.add_argument("--tenants", "-T", type=int, default=10, help="as the peers run")
-    parser.add_argument("--memories", "-N", type=int, required=True, help="as the peers run")
-    parser.add_argument("--queries", "-Q", type=int, default=50, help="as the peers run")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser = peer_store_parser(__doc__, rounds=3)
     parser.add_argument("--modes", default="full,hybrid,dense")
     parser.add_argument("--threads", type=int, default=1, help="model threads (EMBED_THREADS)")
     a = parser.parse_args(argv)

@@ -37,7 +37,14 @@ from unittest import mock
 
 from bench import peers
 from bench._edge_optimize import RESCORE
-from bench.add_parts import TIMES, open_peer_store, print_parts, timed
+from bench.add_parts import (
+    TIMES,
+    add_fill_options,
+    open_peer_store,
+    peer_store_parser,
+    print_parts,
+    timed,
+)
 from memvault.scope import Scope
 
 
@@ -59,17 +66,9 @@ def instrument(parts: Any, mode: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, required=True, help="a bench.peers data dir")
+    parser = peer_store_parser(__doc__, rounds=2)
     parser.add_argument("--mode", default="full", choices=("dense", "hybrid", "full"))
-    parser.add_argument("--tenants", "-T", type=int, default=10, help="as the peers run")
-    parser.add_argument("--memories", "-N", type=int, required=True, help="as the peers run")
-    parser.add_argument("--queries", "-Q", type=int, default=50, help="as the peers run")
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=2, help="embedder threads (as peers)")
-    parser.add_argument(
-        "--fill", action="store_true", help="run bench.peers in process first (wipes --data-dir)"
-    )
+    add_fill_options(parser)
     parser.add_argument("--then-reopen", action="store_true", help="with --fill")
     parser.add_argument("--then-optimize", action="store_true", help="with --fill")
     parser.add_argument("--quantize", action="store_true", help="with --then-optimize")

@@ -1,5 +1,5 @@
-"""`bench.search_parts --fill`, `bench.edge_quantization` and `bench.search_overlap` on a tiny
-`bench.peers` store."""
+"""`bench.search_parts --fill`, `bench.edge_quantization`, `bench.search_overlap` and
+`bench.edge_filters` on a tiny `bench.peers` store."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from bench import edge_quantization, http_stack, peers, search_overlap, search_parts
+from bench import edge_filters, edge_quantization, http_stack, peers, search_overlap, search_parts
 
 pytestmark = pytest.mark.skipif(
     not (peers.PEERS_DIR / "workload.py").is_file(),
@@ -93,3 +93,20 @@ def test_http_stack_prices_a_search_request_and_restores_what_it_stubbed(
     assert ScopedVault.search is search
     with pytest.raises(SystemExit, match="--without takes"):
         http_stack.main(["--without", "screen"])
+
+
+def test_edge_filters_times_every_variant_fresh_and_in_the_writing_process(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "store"
+    tiny = ["-T", "2", "-N", "20", "-Q", "5", "--rounds", "1"]
+    assert edge_filters.main(["--data-dir", str(store), *tiny, "--fill"]) == 0
+    assert edge_filters.main(["--data-dir", str(store), *tiny]) == 0
+    out = capsys.readouterr().out
+    for where in ("writing process", "fresh process"):
+        assert f"{where}: 10 queries x 1 rounds, engine call only, limit 50" in out, out
+    rows = re.findall(r"^  (dense|sparse), (.+?)\s+p50 ([\d.]+) ms  mean ([\d.]+) ms$", out, re.M)
+    names = {f"{kind}, {name}" for kind, name, _, _ in rows}
+    assert len(names) == len(edge_filters.variants()) == 11, names
+    assert len(rows) == 22  # every variant, in both processes
+    assert all(float(p50) > 0 and float(mean) > 0 for _, _, p50, mean in rows)
