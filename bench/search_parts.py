@@ -16,7 +16,8 @@ Run: .venv/bin/python -m bench.search_parts --data-dir /tmp/memvault-peers/memva
 (filling `--data-dir` afresh, then its own searches) and times the parts before it closes the
 store. A fresh process and the writing one differ (docs/performance.md): compare the two.
 With `--fill`, `--then-reopen` measures again after closing every partition (they reopen on
-the next search), and `--then-optimize` after a child process has optimized each closed
+the next search; `--trim` calls glibc's `malloc_trim` after closing, and the RSS is printed
+before and after), and `--then-optimize` after a child process has optimized each closed
 partition into one non-appendable segment without HNSW (and `--quantize`: with int8 scalar
 quantization, searched with rescoring). The store stays so optimized: fill it afresh before
 measuring it again.
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import statistics
 import subprocess
 import sys
@@ -70,9 +72,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", default="full", choices=("dense", "hybrid", "full"))
     add_fill_options(parser)
     parser.add_argument("--then-reopen", action="store_true", help="with --fill")
+    parser.add_argument(
+        "--trim", action="store_true", help="with --then-reopen: malloc_trim after closing"
+    )
     parser.add_argument("--then-optimize", action="store_true", help="with --fill")
     parser.add_argument("--quantize", action="store_true", help="with --then-optimize")
     a = parser.parse_args(argv)
+    if a.trim and not a.then_reopen:
+        raise SystemExit("--trim needs --then-reopen")
     if (a.then_reopen or a.then_optimize) and not a.fill:
         raise SystemExit("--then-reopen and --then-optimize need --fill")
     if not a.fill:
@@ -101,8 +108,13 @@ def measure_writer(a: argparse.Namespace, services: Any) -> None:
         print(f"  results as in the writing process: {same}/{len(first)} queries")
 
     if a.then_reopen:
+        print(f"  RSS before closing: {rss_mib():.1f} MiB")
         index.close()  # every partition reopens on its next search
+        if a.trim:
+            ctypes.CDLL("libc.so.6").malloc_trim(0)  # give the freed heap back to the system
+        print(f"  RSS after closing{' and malloc_trim' if a.trim else ''}: {rss_mib():.1f} MiB")
         same_as_first(measure(a, services, "writing process, partitions reopened"))
+        print(f"  RSS with the partitions reopened: {rss_mib():.1f} MiB")
     if a.then_optimize:
         folders = [str(index.shard_path(ns) / part) for ns, part in index.open_partitions()]
         index.close()
@@ -122,6 +134,12 @@ OPTIMIZE = (
 )
 """A child's work (`_edge_optimize.optimize_in_place`), run from the project's root."""
 PROJECT = Path(__file__).resolve().parents[1]
+
+
+def rss_mib() -> float:
+    """This process's resident set now, in MiB (the shared harness's reading)."""
+    benchlib = peers.shared("benchlib")
+    return float(benchlib.mib(benchlib.rss_bytes()))
 
 
 def measure(a: argparse.Namespace, services: Any, where: str) -> list[list[str]]:

@@ -22,7 +22,7 @@ def test_parts_in_the_writing_process_then_quantized_copies(
     tiny = ["-T", "2", "-N", "20", "-Q", "5", "--rounds", "1"]
     # Hybrid mode: full mode's heat moves with every pass's retrievals, so only a mode without
     # it can show that reopening or quantizing the partitions changes no result.
-    then = ["--mode", "hybrid", "--then-reopen", "--then-optimize", "--quantize"]
+    then = ["--mode", "hybrid", "--then-reopen", "--trim", "--then-optimize", "--quantize"]
     assert search_parts.main(["--data-dir", str(data_dir), *tiny, "--fill", *then]) == 0
     out = capsys.readouterr().out
     found = re.search(r"hybrid, writing process: (\d+) searches, p50 ([\d.]+) ms", out)
@@ -31,6 +31,8 @@ def test_parts_in_the_writing_process_then_quantized_copies(
     for part in ("embed_query", "edge dense", "edge sparse", "hydrate", "other"):
         assert len(re.findall(rf"^\s+{part}\s+[\d.]+ ms/search$", out, re.M)) == 3, part
     assert "writing process, partitions reopened:" in out
+    for rss in ("before closing", "after closing and malloc_trim", "with the partitions reopened"):
+        assert re.search(rf"^  RSS {rss}: [1-9][\d.]* MiB$", out, re.M), rss
     assert re.search(r"a child process optimized 2 partitions in [\d.]+ s", out)
     assert "writing process, partitions quantized in a child:" in out
     # Reopened, then quantized (and rescored), the partitions answer every query as before.
