@@ -6,6 +6,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 
+def rss_mib() -> float:
+    """This process's resident set now, in MiB (`/proc/self/statm`)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096 / 2**20
+
+
 def smaps_mib(data_dir: Path, data_name: Callable[[str], str] | None = None) -> dict[str, float]:
     """This process's RSS split by mapping: anonymous, data-dir files, libraries, other files.
 

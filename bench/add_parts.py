@@ -75,6 +75,15 @@ def add_fill_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def fill_args(a: argparse.Namespace) -> list[str]:
+    """`bench.peers`' arguments for filling `a.data_dir` afresh in this process, with the shape
+    and embedder threads of `peer_store_parser` and `add_fill_options`."""
+    return [
+        *("-T", str(a.tenants), "-N", str(a.memories), "-Q", str(a.queries)),
+        *("--threads", str(a.threads), "--data-dir", str(a.data_dir), "--no-reopen"),
+    ]
+
+
 def print_parts(n: int, total: float, unit: str) -> None:
     """Each part's milliseconds per operation (`TIMES`), then what the top-level parts leave of
     `total` seconds as `other` (indented labels are parts of the part above them)."""

@@ -29,7 +29,7 @@ from typing import Any
 from qdrant_edge import FieldCondition, Filter, MatchAny, MatchValue, Query, QueryRequest
 
 from bench import peers
-from bench.add_parts import add_fill_options, open_peer_store, peer_store_parser
+from bench.add_parts import add_fill_options, fill_args, open_peer_store, peer_store_parser
 from memvault.scope import Scope
 from memvault.vault.index._edge_convert import edge_filter, edge_sparse
 from memvault.vault.index._edge_layout import partition_folder_name
@@ -159,11 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             services.close()
         return 0
-    fill = [
-        *("-T", str(a.tenants), "-N", str(a.memories), "-Q", str(a.queries)),
-        *("--threads", str(a.threads), "--data-dir", str(a.data_dir), "--no-reopen"),
-    ]
-    peers.main(fill, before_close=lambda services: measure(a, services, "writing process"))
+    peers.main(fill_args(a), before_close=lambda services: measure(a, services, "writing process"))
     return 0
 
 

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import qdrant_edge as edge
 
-from bench._rss import smaps_mib
+from bench._rss import rss_mib, smaps_mib
 from memvault.vault.index._edge_convert import edge_filter
 from memvault.vault.index._edge_shards import ShardFactory, _payload_indexes
 from memvault.vault.index.base import DENSE, SPARSE, PointFilter
@@ -111,11 +111,6 @@ def build(root: Path, name: str, partitions: int, points: int) -> float:
     return spent / (partitions * points) * 1e6
 
 
-def _rss_mib() -> float:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * 4096 / 2**20
-
-
 def _segment_file(rel: str) -> str:
     """A partition file's kind: `u-N/segments/<id>/FILE` gives FILE, `u-N/wal/…` gives `wal`."""
     parts = Path(rel).parts
@@ -134,9 +129,9 @@ def _rss_by_file(root: Path) -> dict[str, float]:
 def measure(root: Path, name: str, queries: int) -> dict[str, Any]:
     """The child's part: load every partition of one layout, search, report."""
     config, _ = layout(name)
-    start = _rss_mib()
+    start = rss_mib()
     shards = [edge.EdgeShard.load(str(d), config) for d in sorted((root / name).iterdir())]
-    loaded = _rss_mib()
+    loaded = rss_mib()
     rng = np.random.default_rng(7)
     flt = edge_filter(PointFilter(user_id=USER, readers_any=(READERS[0], "*"), active_only=True))
     digest = hashlib.sha256()
@@ -156,7 +151,7 @@ def measure(root: Path, name: str, queries: int) -> dict[str, Any]:
             digest.update(repr([(h.id, round(h.score, 6)) for h in hits]).encode())
     return {
         "load_rss_mib": round(loaded - start, 1),
-        "after_search_rss_mib": round(_rss_mib() - start, 1),
+        "after_search_rss_mib": round(rss_mib() - start, 1),
         "by_file": _rss_by_file(root / name),
         "search_p50_ms": round(statistics.median(latencies) * 1000, 3),
         "digest": digest.hexdigest()[:12],

@@ -39,9 +39,11 @@ from unittest import mock
 
 from bench import peers
 from bench._edge_optimize import RESCORE
+from bench._rss import rss_mib
 from bench.add_parts import (
     TIMES,
     add_fill_options,
+    fill_args,
     open_peer_store,
     peer_store_parser,
     print_parts,
@@ -88,12 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         measure(a, services, "fresh process")
         services.close()
         return 0
-    fill = [
-        *("-T", str(a.tenants), "-N", str(a.memories), "-Q", str(a.queries)),
-        *("--threads", str(a.threads)),
-        *("--data-dir", str(a.data_dir), "--no-reopen"),
-    ]
-    peers.main(fill, before_close=lambda services: measure_writer(a, services))
+    peers.main(fill_args(a), before_close=lambda services: measure_writer(a, services))
     return 0
 
 
@@ -134,12 +131,6 @@ OPTIMIZE = (
 )
 """A child's work (`_edge_optimize.optimize_in_place`), run from the project's root."""
 PROJECT = Path(__file__).resolve().parents[1]
-
-
-def rss_mib() -> float:
-    """This process's resident set now, in MiB (the shared harness's reading)."""
-    benchlib = peers.shared("benchlib")
-    return float(benchlib.mib(benchlib.rss_bytes()))
 
 
 def measure(a: argparse.Namespace, services: Any, where: str) -> list[list[str]]:
