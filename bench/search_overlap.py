@@ -1,16 +1,21 @@
-"""Search latency with the model in its own process: the query vector awaited last, or first.
+"""Search latency with the model in its own process: what a search does while it embeds.
 
 The service embeds in a child process (`EMBED_PROCESS`, on by default), so a search sends its
 query to the child and runs its BM25 half (tokenizing, keyed hashes, the Edge sparse search)
-while the child embeds; it waits for the vector only before the dense search. This benchmark
-measures what that overlap saves, against the previous order (the vector awaited before
-anything else), in one process on a store `bench.peers` filled:
+while the child embeds; a full-mode search also reads the records of its top BM25 candidates
+then (`retrieve._RowsAhead`); it waits for the vector only before the dense search. This
+benchmark measures what each step saves, in one process on a store `bench.peers` filled, in
+three arms:
+
+- `now`: the vector awaited last, records read ahead (full mode);
+- `no rows ahead`: the vector awaited last, every record read after fusion;
+- `awaited first`: the vector awaited before anything else (the order before either).
 
 - the workload's queries (limit 10), `--rounds` passes, every search paying its embedding (the
   query cache is cleared before each, as `bench.peers` does);
-- each query runs in both arms back to back, the arm that goes first alternating;
-- per mode: p50 and mean milliseconds per arm, their ratio, and how many searches returned the
-  same ids in both arms (all of them, or the overlap changed a result).
+- each query runs in every arm back to back, the order rotating;
+- per mode and arm: p50 and mean milliseconds, the ratio of p50s to `now`'s, and how many
+  searches returned the same ids as `now` (all of them, or the step changed a result).
 
 Run: .venv/bin/python -m bench.search_overlap -N 5000 \
     --data-dir /tmp/memvault-peers/memvault-T10-N5000
@@ -24,7 +29,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -33,16 +38,23 @@ from bench import peers
 from bench._harness import open_vault
 from bench.add_parts import peer_store_parser
 from memvault.scope import Scope
-from memvault.vault.embed import CachedEmbedder, Vectors
+from memvault.vault.embed import CachedEmbedder, PendingQuery
 from memvault.vault.embed.process import ProcessEmbedder
 
-ARMS = ("awaited last (now)", "awaited first (before)")
+ARMS = ("now", "no rows ahead", "awaited first")
+_BEGIN_QUERY = CachedEmbedder.begin_query
 
 
-def awaited_first(self: CachedEmbedder, scope: Scope, text: str) -> Callable[[], Vectors]:
-    """The previous order: the vector is computed (and waited for) before the search goes on."""
+def no_rows_ahead(self: CachedEmbedder, scope: Scope, text: str) -> PendingQuery:
+    """The vector awaited last, but the search is not told it is computed elsewhere, so a
+    full search reads every record after fusion."""
+    return PendingQuery(_BEGIN_QUERY(self, scope, text), elsewhere=False)
+
+
+def awaited_first(self: CachedEmbedder, scope: Scope, text: str) -> PendingQuery:
+    """The first order: the vector is computed (and waited for) before the search goes on."""
     vector = self.embed_query(scope, text)
-    return lambda: vector
+    return PendingQuery(lambda: vector, elsewhere=False)
 
 
 @contextlib.contextmanager
@@ -50,7 +62,8 @@ def arm(name: str) -> Iterator[None]:
     if name == ARMS[0]:
         yield
         return
-    with mock.patch.object(CachedEmbedder, "begin_query", awaited_first):
+    begin = no_rows_ahead if name == ARMS[1] else awaited_first
+    with mock.patch.object(CachedEmbedder, "begin_query", begin):
         yield
 
 
@@ -90,32 +103,35 @@ def run(a: argparse.Namespace, services: Any, modes: list[str]) -> None:
         for mode in modes:
             search(query, query.text + " (warm-up)", mode)
     times: dict[tuple[str, str], list[float]] = {(m, x): [] for m in modes for x in ARMS}
-    same = dict.fromkeys(modes, 0)
+    same = {(m, x): 0 for m in modes for x in ARMS}
     turn = 0
     began = time.perf_counter()
     for round_ in range(a.rounds):
         for query in queries:
             for mode in modes:
-                order = ARMS if turn % 2 == 0 else ARMS[::-1]
+                order = ARMS[turn % len(ARMS) :] + ARMS[: turn % len(ARMS)]
                 turn += 1
                 ids = {}
                 for name in order:
                     with arm(name):
                         seconds, ids[name] = search(query, query.text, mode)
                     times[(mode, name)].append(seconds)
-                same[mode] += ids[ARMS[0]] == ids[ARMS[1]]
+                for name in ARMS:
+                    same[(mode, name)] += ids[name] == ids[ARMS[0]]
         took = time.perf_counter() - began
         print(f"round {round_ + 1}/{a.rounds} done, {took:.0f} s", flush=True)
     n = a.rounds * len(queries)
     print(f"{a.data_dir.name}: {n} searches per mode and arm, model threads {a.threads}")
     for mode in modes:
-        now, before = (times[(mode, x)] for x in ARMS)
-        p50_now, p50_before = statistics.median(now), statistics.median(before)
-        print(
-            f"  {mode:6s} p50 {1000 * p50_now:.3f} vs {1000 * p50_before:.3f} ms"
-            f" (ratio {p50_now / p50_before:.3f}), mean {1000 * statistics.mean(now):.3f} vs"
-            f" {1000 * statistics.mean(before):.3f} ms, same ids {same[mode]}/{n}"
-        )
+        base = statistics.median(times[(mode, ARMS[0])])
+        for name in ARMS:
+            xs = times[(mode, name)]
+            p50 = statistics.median(xs)
+            print(
+                f"  {mode:6s} {name:13s} p50 {1000 * p50:.3f} ms (ratio to now"
+                f" {p50 / base:.3f}), mean {1000 * statistics.mean(xs):.3f} ms,"
+                f" same ids as now {same[(mode, name)]}/{n}"
+            )
 
 
 if __name__ == "__main__":

@@ -57,28 +57,33 @@ def test_parts_in_the_writing_process_then_quantized_copies(
     assert re.search(r"optimize\(\) for int8: \d+ ms per partition, longest pause \d+ ms", out)
 
 
-def test_search_overlap_times_both_orders_and_they_return_the_same_notes(
+def test_search_overlap_times_every_arm_and_they_return_the_same_notes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     store = tmp_path / "store"
     tiny = ["-T", "2", "-N", "20", "-Q", "5"]
     assert peers.main([*tiny, "--no-reopen", "--data-dir", str(store)]) == 0
     capsys.readouterr()
-    args = ["--data-dir", str(store), *tiny, "--rounds", "2", "--modes", "hybrid,dense"]
+    args = ["--data-dir", str(store), *tiny, "--rounds", "2", "--modes", "full,hybrid,dense"]
     assert search_overlap.main(args) == 0
     out = capsys.readouterr().out
     assert "round 2/2 done" in out
-    rows = dict(re.findall(r"^  (hybrid|dense)\s+(p50 .*)$", out, re.M))
-    assert set(rows) == {"hybrid", "dense"}, out
-    for row in rows.values():
+    rows = re.findall(r"^  (\w+)\s+(now|no rows ahead|awaited first)\s+(p50 .*)$", out, re.M)
+    assert sorted((mode, arm) for mode, arm, _ in rows) == sorted(
+        (mode, arm) for mode in ("full", "hybrid", "dense") for arm in search_overlap.ARMS
+    ), out
+    for mode, arm, row in rows:
         found = re.fullmatch(
-            r"p50 ([\d.]+) vs ([\d.]+) ms \(ratio [\d.]+\), mean [\d.]+ vs [\d.]+ ms,"
-            r" same ids (\d+)/(\d+)",
+            r"p50 ([\d.]+) ms \(ratio to now ([\d.]+)\), mean [\d.]+ ms,"
+            r" same ids as now (\d+)/(\d+)",
             row,
         )
         assert found is not None, row
-        assert float(found[1]) > 0 and float(found[2]) > 0
-        assert found[3] == found[4] == "20", row  # 2 users x 5 queries x 2 rounds
+        assert float(found[1]) > 0 and found[4] == "20", row  # 2 users x 5 queries x 2 rounds
+        if arm == "now":
+            assert found[2] == "1.000" and found[3] == "20", row
+        elif mode != "full":  # full mode's heat may move between the arms' searches
+            assert found[3] == "20", row
 
 
 def test_http_stack_prices_a_search_request_and_restores_what_it_stubbed(

@@ -1,6 +1,7 @@
 """A search asks for its query vector first and waits for it last: with the model in its own
-process, the child embeds while the caller runs the BM25 half. The vector, the cache and the
-results are what `embed_query` gives; a child that dies meanwhile is replaced."""
+process, the child embeds while the caller runs the BM25 half (and a full search reads its BM25
+candidates' records). The vector, the cache and the results are what `embed_query` gives; a
+child that dies meanwhile is replaced."""
 
 from __future__ import annotations
 
@@ -132,6 +133,20 @@ def test_an_in_process_model_runs_only_when_the_vector_is_asked_for(
     assert calls == [QUERY] and cached.count_scope("acme", "alice") == 1
 
 
+def _log_calls(obj: object, names: tuple[str, ...], events: list[str], label: str = "") -> None:
+    """Replace `obj`'s methods `names` (on the instance) with ones that log their name first."""
+    for name in names:
+        real = getattr(obj, name)
+
+        def logged(
+            *args: object, _real: Callable[..., object] = real, _name: str = name, **kw: object
+        ):  # type: ignore[no-untyped-def]
+            events.append(label or _name)
+            return _real(*args, **kw)
+
+        setattr(obj, name, logged)
+
+
 @pytest.mark.parametrize("mode", ["hybrid", "full", "dense"])
 def test_a_search_runs_its_bm25_half_while_the_child_embeds(
     tmp_path: Path, process_embedder: ProcessEmbedder, embedder: Embedder, mode: str
@@ -148,22 +163,79 @@ def test_a_search_runs_its_bm25_half_while_the_child_embeds(
         view = services.vault.scoped(ALICE)
         lisbon = view.add("Alice flies to Lisbon on Friday morning")
         view.add("Bob keeps bees on the roof of the depot")
-        index = services.vault.parts.index
-        for name in ("search_sparse", "search_dense"):
-            real = getattr(index, name)
-
-            def logged(*args: object, _real: Callable[..., object] = real, _name: str = name):  # type: ignore[no-untyped-def]
-                events.append(_name)
-                return _real(*args)
-
-            setattr(index, name, logged)
+        _log_calls(services.vault.parts.index, ("search_sparse", "search_dense"), events)
+        _log_calls(view, ("live_records",), events, "rows")
         events.clear()
         hits = view.search(QUERY, limit=2, mode=mode)
     finally:
         services.close()
     assert hits and hits[0].note.id == lisbon.id
     if mode == "dense":
-        assert events == ["submit", "await", "search_dense"]
-    else:
+        assert events == ["submit", "await", "search_dense", "rows"]
+    elif mode == "hybrid":
         assert events[:3] == ["submit", "search_sparse", "await"], events
         assert "search_dense" in events[3:] and "embed_query" not in events
+    else:  # full: the BM25 candidates' records are read before the vector is awaited
+        assert events[:4] == ["submit", "search_sparse", "rows", "await"], events
+        assert "search_dense" in events[4:] and "embed_query" not in events
+
+
+def test_rows_read_ahead_give_a_full_search_the_results_of_rows_read_after(
+    tmp_path: Path, process_embedder: ProcessEmbedder
+) -> None:
+    """The same full searches, with the BM25 candidates' records read while the child embeds
+    and with every record read after fusion: the same notes, scores and order. At limit 5 a
+    note only the dense list found is among them (read by a second statement); at limit 1 the
+    top note's links, known from the rows read ahead, lead the walk to it."""
+    from memvault.config import Settings
+    from memvault.vault.embed import PendingQuery
+    from memvault.vault.factory import open_services
+
+    settings = Settings(data_dir=tmp_path / "data", amem=False)
+    services = open_services(settings, embedder=process_embedder, screen=None)
+    try:
+        services.tenants.create("acme")
+        view = services.vault.scoped(ALICE)
+        lisbon = view.add("Alice flies to Lisbon on Friday morning")
+        plane = view.add("Her plane for Portugal's capital leaves at dawn")  # no word of the query
+        view.link(lisbon.id, plane.id)
+        for text in ("Bob keeps bees on the roof", "The depot opens at nine", "Rain on Monday"):
+            view.add(text)
+        view.add("Alice flies to Lisbon, the planner's private note", visibility="private")
+        other = services.vault.scoped(Scope("acme", "alice", "mailer"))
+        other.add(
+            "Alice flies to Lisbon on Friday: the mailer's private copy", visibility="private"
+        )
+        # Heat stays as it is between the searches: no retrieval is counted.
+        services.vault.parts.retrievals.record = lambda tenant, ids: None  # type: ignore[method-assign]
+        statements: list[str] = []
+        _log_calls(view, ("live_records",), statements, "rows")
+        embedder = services.vault.parts.embedder
+        begin = embedder.begin_query
+
+        def not_elsewhere(scope: Scope, text: str) -> PendingQuery:
+            return PendingQuery(begin(scope, text), elsewhere=False)
+
+        found: dict[tuple[int, bool], list[tuple[str, float, str]]] = {}
+        reads: dict[tuple[int, bool], int] = {}
+        for limit in (5, 1):
+            for read_ahead in (True, False):
+                embedder.begin_query = begin if read_ahead else not_elsewhere  # type: ignore[method-assign]
+                statements.clear()
+                hits = view.search(QUERY, limit=limit, mode="full")
+                found[(limit, read_ahead)] = [(h.note.id, h.score, h.via) for h in hits]
+                reads[(limit, read_ahead)] = len(statements)
+                assert all(h.note.agent == "planner" for h in hits), "another agent's private note"
+    finally:
+        services.close()
+    for limit in (5, 1):
+        assert found[(limit, True)] == found[(limit, False)], limit
+    assert {(i, via) for i, _, via in found[(5, True)]} >= {
+        (lisbon.id, "search"),
+        (plane.id, "search"),
+    }
+    assert reads[(5, True)] == 2 and reads[(5, False)] == 1, reads
+    assert [(i, via) for i, _, via in found[(1, True)]] == [
+        (lisbon.id, "search"),
+        (plane.id, "graph"),
+    ]

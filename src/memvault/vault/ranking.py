@@ -153,13 +153,15 @@ def search_fused(
     limit: int,
     fusion: Fusion,
     ranges: Sequence[tuple[float, float]] = (),
+    meanwhile: Callable[[Sequence[Hit]], None] | None = None,
 ) -> list[Hit]:
     """Hybrid search on any adapter: the two scoped prefetches, fused and re-ranked here
     (`score`), or the store's weighted RRF (`rrf`). Hits carry the final score.
 
     `dense` is the query vector, or a function giving it: the function is called after the
     BM25 prefetch, so a vector being computed elsewhere (the embedding process) is awaited only
-    then.
+    then. `meanwhile`, when given, is called with the BM25 candidates between the two (`score`
+    fusion only): work on them that fills the wait for the vector.
     """
     prefetch = max(fusion.prefetch, limit)
     if fusion.method == "rrf":
@@ -174,6 +176,8 @@ def search_fused(
             rrf_k=fusion.k,
         )
     sparse_hits = index.search_sparse(namespace, sparse, where, prefetch) if sparse.indices else []
+    if meanwhile is not None:
+        meanwhile(sparse_hits)
     dense_hits = index.search_dense(namespace, _vector(dense), where, prefetch)
     ranked = rerank(fuse_scores(dense_hits, sparse_hits, fusion.dense_weight), fusion, ranges)
     return [Hit(s.hit.id, s.score, s.hit.payload) for s in ranked[:limit]]

@@ -7,12 +7,12 @@ Modes: `dense`, `sparse` (BM25 only), `hybrid` (both, fused by scores and re-ran
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from memvault.errors import InvalidRequest
-from memvault.vault.embed.base import Vectors
+from memvault.vault.embed.cache import PendingQuery
 from memvault.vault.index.base import Hit, PointFilter
 from memvault.vault.links import linked_ids
 from memvault.vault.notes import SearchHit
@@ -96,8 +96,11 @@ class HybridRetriever:
         index = self._parts.index
         fetch = limit * HEAT_CANDIDATES if mode == "full" else limit
         # The query vector is asked for first and taken last: with the model in its own process
-        # (`EMBED_PROCESS`), the BM25 encoding and search below run while it embeds.
-        dense = _QueryVector(embedder.begin_query(scope, query)) if mode != "sparse" else None
+        # (`EMBED_PROCESS`), the BM25 encoding and search below run while it embeds, and a full
+        # search reads its BM25 candidates' records meanwhile (`_RowsAhead`).
+        pending = embedder.begin_query(scope, query) if mode != "sparse" else None
+        dense = _QueryVector(pending) if pending is not None else None
+        ahead = _RowsAhead(self._view) if mode == "full" and pending and pending.elsewhere else None
         sparse = (
             SparseEncoder(self._parts.keyring.index_key(scope.tenant).token_id).encode_query(query)
             if mode != "dense"
@@ -113,31 +116,48 @@ class HybridRetriever:
             assert dense is not None and sparse is not None
             fusion = fusion_for(embedder.model_id, fusion_method).for_query(query)
             ranges = query_ranges(query, self._parts.clock()) if fusion.date else []
-            hits = search_fused(index, namespace, dense.get, sparse, where, fetch, fusion, ranges)
+            hits = search_fused(
+                index,
+                namespace,
+                dense.get,
+                sparse,
+                where,
+                fetch,
+                fusion,
+                ranges,
+                meanwhile=ahead.read if ahead else None,
+            )
         hits = follow_aliases(hits)
         if mode == "full":
-            results = self._full(hits, limit, dense.get() if dense else [], where)
+            results = self._full(hits, limit, dense.get() if dense else [], where, ahead)
         else:
             results = self._view.hydrate(hits)
         self._parts.retrievals.record(scope.tenant, [r.note.id for r in results])
         return results[: limit + GRAPH_MAX_EXTRA]
 
     def _full(
-        self, hits: Sequence[Hit], limit: int, dense: Sequence[float], where: PointFilter
+        self,
+        hits: Sequence[Hit],
+        limit: int,
+        dense: Sequence[float],
+        where: PointFilter,
+        ahead: _RowsAhead | None = None,
     ) -> list[SearchHit]:
         """Heat and the graph walk; decrypts only what is returned.
 
         One statement on the driver loads the fused candidates' records (their heat fields
         ride along) and whether each has links; heat reorders them and only the top `limit`
-        are decrypted. When some of those have links, the walk costs one statement per hop in
-        one transaction, each returning the readable, live rows of the linked notes, so the
-        admitted ones need no second read.
+        are decrypted. With `ahead`, most records were read while the query was embedded, and
+        the statement asks only for the rest. When some of the top have links, the walk costs
+        one statement per hop in one transaction, each returning the readable, live rows of the
+        linked notes, so the admitted ones need no second read.
         """
         view = self._view
         view.check_hits(hits)
         if not hits:
             return []
-        rows = view.live_records([h.id for h in hits], with_links=True)
+        ids = [h.id for h in hits]
+        rows = ahead.records(ids) if ahead else view.live_records(ids, with_links=True)
         ranked = reheat(hits, rows, self._parts.clock())[:limit]
         top = [row.id for row, _ in ranked]
         frontier = [i for i in top if rows[i].has_links]
@@ -203,12 +223,45 @@ class HybridRetriever:
         return passing[:GRAPH_MAX_EXTRA]
 
 
+class _RowsAhead:
+    """A full search's records, read ahead: while the embedding process computes the query
+    vector, the records of every BM25 candidate are read (the fused candidates are all among
+    them in most searches), so after fusion only the dense list's newcomers, if any, cost a
+    statement.
+
+    Only when the vector is computed in another process (`PendingQuery.elsewhere`): with the
+    model in process there is no wait to fill, and the split would cost a second statement.
+    """
+
+    __slots__ = ("_asked", "_found", "_view")
+
+    def __init__(self, view: ScopedVault) -> None:
+        self._view = view
+        self._asked: set[str] = set()
+        self._found: dict[str, NoteRecord] = {}
+
+    def read(self, sparse_hits: Sequence[Hit]) -> None:
+        """Read the records of the BM25 candidates (after their exit check)."""
+        hits = follow_aliases(sparse_hits)
+        self._view.check_hits(hits)
+        ids = [h.id for h in hits]
+        self._found = self._view.live_records(ids, with_links=True)
+        self._asked = set(ids)
+
+    def records(self, ids: Sequence[str]) -> dict[str, NoteRecord]:
+        """`live_records(ids, with_links=True)`, reading only the ids not read ahead."""
+        rows = {i: self._found[i] for i in ids if i in self._found}
+        rest = [i for i in ids if i not in self._asked]
+        rows.update(self._view.live_records(rest, with_links=True))
+        return rows
+
+
 class _QueryVector:
     """A query's vector, asked for once (`CachedEmbedder.begin_query`), as a list of floats."""
 
     __slots__ = ("_pending", "_vector")
 
-    def __init__(self, pending: Callable[[], Vectors]) -> None:
+    def __init__(self, pending: PendingQuery) -> None:
         self._pending = pending
         self._vector: list[float] | None = None
 

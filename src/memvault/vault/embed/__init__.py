@@ -4,7 +4,7 @@ Backends import their heavy libraries only when first used; `make_embedder` pick
 """
 
 from memvault.vault.embed.base import Embedder, Vectors
-from memvault.vault.embed.cache import CachedEmbedder, EmbeddingCache, cache_key
+from memvault.vault.embed.cache import CachedEmbedder, EmbeddingCache, PendingQuery, cache_key
 from memvault.vault.embed.e5 import E5Embedder
 from memvault.vault.embed.factory import DEFAULT_EMBEDDER, EMBEDDER_NAMES, make_embedder
 from memvault.vault.embed.minilm import FastembedEmbedder, prepare_minilm_dir
@@ -18,6 +18,7 @@ __all__ = [
     "Embedder",
     "EmbeddingCache",
     "FastembedEmbedder",
+    "PendingQuery",
     "UseEmbedder",
     "Vectors",
     "cache_key",

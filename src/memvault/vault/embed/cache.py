@@ -35,6 +35,24 @@ def cache_key(scope: Scope, model_id: str, kind: str, text: str) -> str:
     return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
 
+class PendingQuery:
+    """A query's vector on its way (`CachedEmbedder.begin_query`): call it for the vector.
+
+    `elsewhere` is true when another process is computing it now (the embedding process), so
+    the caller has time for work that does not need it; false when it was cached, or when an
+    in-process model computes it only once it is called.
+    """
+
+    __slots__ = ("_vector", "elsewhere")
+
+    def __init__(self, vector: Callable[[], Vectors], *, elsewhere: bool) -> None:
+        self._vector = vector
+        self.elsewhere = elsewhere
+
+    def __call__(self) -> Vectors:
+        return self._vector()
+
+
 @dataclass(frozen=True, slots=True)
 class _Entry:
     scope: Scope
@@ -202,7 +220,7 @@ class CachedEmbedder:
         """Embed a query for `scope`: shape (dimension,), cached."""
         return self._embed(scope, QUERY, [text])[0]
 
-    def begin_query(self, scope: Scope, text: str) -> Callable[[], Vectors]:
+    def begin_query(self, scope: Scope, text: str) -> PendingQuery:
         """Start embedding a query for `scope`; the returned function gives its vector.
 
         When the model runs in another process (`ProcessEmbedder.submit_query`), a miss is sent
@@ -213,7 +231,7 @@ class CachedEmbedder:
         """
         submit = getattr(self._embedder, "submit_query", None)
         if submit is None:
-            return lambda: self.embed_query(scope, text)
+            return PendingQuery(lambda: self.embed_query(scope, text), elsewhere=False)
         start = time.perf_counter()
         digest = cache_key(scope, self.model_id, QUERY, text)
         (found,), generation = self._cache.get_many([digest])
@@ -228,7 +246,7 @@ class CachedEmbedder:
             record("embed", "query", time.perf_counter() - start)
             return out
 
-        return vector
+        return PendingQuery(vector, elsewhere=wait is not None)
 
     def evict_scope(self, tenant: str, user: str | None = None, agent: str | None = None) -> int:
         """Shortcut for `cache.evict_scope` (see there)."""
