@@ -14,7 +14,8 @@ three arms:
 - the workload's queries (limit 10), `--rounds` passes, every search paying its embedding (the
   query cache is cleared before each, as `bench.peers` does);
 - each query runs in every arm back to back, the order rotating;
-- per mode and arm: p50 and mean milliseconds, the ratio of p50s to `now`'s, and how many
+- per mode and arm: p50 and mean milliseconds, the ratio of p50s to `now`'s, the mean CPU time
+  of the searching thread (the child's not included), and how many
   searches returned the same ids as `now` (all of them, or the step changed a result).
 
 Run: .venv/bin/python -m bench.search_overlap -N 5000 \
@@ -90,14 +91,16 @@ def run(a: argparse.Namespace, services: Any, modes: list[str]) -> None:
     queries = peers.workload_queries(a.tenants, a.memories, a.queries)
     views: dict[tuple[str, str], Any] = {}
 
-    def search(query: Any, text: str, mode: str) -> tuple[float, list[str]]:
+    cpu: dict[tuple[str, str], list[float]] = {}
+
+    def search(query: Any, text: str, mode: str) -> tuple[float, float, list[str]]:
         key = (query.tenant_id, query.user_id)
         if key not in views:
             views[key] = services.vault.scoped(Scope(*key, peers.AGENT))
         cache.clear()  # every search pays its embedding, as in bench.peers
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.thread_time()
         ids = [hit.note.id for hit in views[key].search(text, limit=10, mode=mode)]
-        return time.perf_counter() - start, ids
+        return time.perf_counter() - start, time.thread_time() - start_cpu, ids
 
     for query in queries[:20]:  # open every partition, start the child's model
         for mode in modes:
@@ -114,8 +117,9 @@ def run(a: argparse.Namespace, services: Any, modes: list[str]) -> None:
                 ids = {}
                 for name in order:
                     with arm(name):
-                        seconds, ids[name] = search(query, query.text, mode)
+                        seconds, on_cpu, ids[name] = search(query, query.text, mode)
                     times[(mode, name)].append(seconds)
+                    cpu.setdefault((mode, name), []).append(on_cpu)
                 for name in ARMS:
                     same[(mode, name)] += ids[name] == ids[ARMS[0]]
         took = time.perf_counter() - began
@@ -129,7 +133,8 @@ def run(a: argparse.Namespace, services: Any, modes: list[str]) -> None:
             p50 = statistics.median(xs)
             print(
                 f"  {mode:6s} {name:13s} p50 {1000 * p50:.3f} ms (ratio to now"
-                f" {p50 / base:.3f}), mean {1000 * statistics.mean(xs):.3f} ms,"
+                f" {p50 / base:.3f}), mean {1000 * statistics.mean(xs):.3f} ms, CPU mean"
+                f" {1000 * statistics.mean(cpu[(mode, name)]):.3f} ms,"
                 f" same ids as now {same[(mode, name)]}/{n}"
             )
 

@@ -74,7 +74,7 @@ def test_search_overlap_times_every_arm_and_they_return_the_same_notes(
     ), out
     for mode, arm, row in rows:
         found = re.fullmatch(
-            r"p50 ([\d.]+) ms \(ratio to now ([\d.]+)\), mean [\d.]+ ms,"
+            r"p50 ([\d.]+) ms \(ratio to now ([\d.]+)\), mean [\d.]+ ms, CPU mean [\d.]+ ms,"
             r" same ids as now (\d+)/(\d+)",
             row,
         )

@@ -5,6 +5,7 @@ child that dies meanwhile is replaced."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from memvault.scope import Scope
 from memvault.vault.embed import CachedEmbedder, EmbeddingCache, Vectors
 from memvault.vault.embed.base import Embedder
 from memvault.vault.embed.process import ProcessEmbedder
+from memvault.vault.retrieve import SEARCHES
 from tests.test_embed.conftest import poll_until
 
 ALICE = Scope("acme", "alice", "planner")
@@ -147,7 +149,7 @@ def _log_calls(obj: object, names: tuple[str, ...], events: list[str], label: st
         setattr(obj, name, logged)
 
 
-@pytest.mark.parametrize("mode", ["hybrid", "full", "dense"])
+@pytest.mark.parametrize("mode", ["hybrid", "full", "dense", "full, another search running"])
 def test_a_search_runs_its_bm25_half_while_the_child_embeds(
     tmp_path: Path, process_embedder: ProcessEmbedder, embedder: Embedder, mode: str
 ) -> None:
@@ -166,11 +168,17 @@ def test_a_search_runs_its_bm25_half_while_the_child_embeds(
         _log_calls(services.vault.parts.index, ("search_sparse", "search_dense"), events)
         _log_calls(view, ("live_records",), events, "rows")
         events.clear()
-        hits = view.search(QUERY, limit=2, mode=mode)
+        with contextlib.ExitStack() as others:
+            if mode.endswith("running"):  # as another request thread's search would count
+                others.enter_context(SEARCHES.entered())
+            hits = view.search(QUERY, limit=2, mode=mode.split(",")[0])
     finally:
         services.close()
     assert hits and hits[0].note.id == lisbon.id
-    if mode == "dense":
+    if mode.endswith("running"):  # not alone: every record is read after fusion
+        assert events[:3] == ["submit", "search_sparse", "await"], events
+        assert events.count("rows") == 1 and events.index("rows") > events.index("search_dense")
+    elif mode == "dense":
         assert events == ["submit", "await", "search_dense", "rows"]
     elif mode == "hybrid":
         assert events[:3] == ["submit", "search_sparse", "await"], events
@@ -239,3 +247,17 @@ def test_rows_read_ahead_give_a_full_search_the_results_of_rows_read_after(
         (lisbon.id, "search"),
         (plane.id, "graph"),
     ]
+
+
+def test_searches_in_flight_count_nested_and_failed_searches() -> None:
+    from memvault.vault.retrieve import InFlight
+
+    searches = InFlight()
+    with searches.entered() as first:
+        with pytest.raises(RuntimeError), searches.entered() as second:
+            assert (first, second) == (1, 2)
+            raise RuntimeError("a search that fails still leaves the count")
+        with searches.entered() as again:
+            assert again == 2
+    with searches.entered() as alone:
+        assert alone == 1
