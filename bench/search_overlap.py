@@ -91,8 +91,6 @@ def run(a: argparse.Namespace, services: Any, modes: list[str]) -> None:
     queries = peers.workload_queries(a.tenants, a.memories, a.queries)
     views: dict[tuple[str, str], Any] = {}
 
-    cpu: dict[tuple[str, str], list[float]] = {}
-
     def search(query: Any, text: str, mode: str) -> tuple[float, float, list[str]]:
         key = (query.tenant_id, query.user_id)
         if key not in views:
@@ -106,6 +104,7 @@ def run(a: argparse.Namespace, services: Any, modes: list[str]) -> None:
         for mode in modes:
             search(query, query.text + " (warm-up)", mode)
     times: dict[tuple[str, str], list[float]] = {(m, x): [] for m in modes for x in ARMS}
+    cpu: dict[tuple[str, str], list[float]] = {(m, x): [] for m in modes for x in ARMS}
     same = {(m, x): 0 for m in modes for x in ARMS}
     turn = 0
     began = time.perf_counter()
@@ -119,7 +118,7 @@ def run(a: argparse.Namespace, services: Any, modes: list[str]) -> None:
                     with arm(name):
                         seconds, on_cpu, ids[name] = search(query, query.text, mode)
                     times[(mode, name)].append(seconds)
-                    cpu.setdefault((mode, name), []).append(on_cpu)
+                    cpu[(mode, name)].append(on_cpu)
                 for name in ARMS:
                     same[(mode, name)] += ids[name] == ids[ARMS[0]]
         took = time.perf_counter() - began
