@@ -8,6 +8,9 @@ caller can read.
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from memvault.errors import InvalidRequest, NotFound
@@ -121,3 +124,74 @@ def test_absorbing_a_survivor_moves_its_aliases_to_the_new_survivor(
     assert {middle.id, newest.id}.isdisjoint(h.note.id for h in hits)
     [point] = services.index.retrieve(view.namespace, [newest.id])
     assert point.payload["alias_of"] == oldest.id
+
+
+class _Crash(Exception):
+    """Stands for the process dying at that point: nothing after it runs."""
+
+
+def _cut_absorb(services: Services, monkeypatch: pytest.MonkeyPatch, writes: int) -> None:
+    """Make the next absorb stop, as a crash would, after `writes` of its index writes (the
+    aliases moved, then its own point); after both, at its row's transaction."""
+    done: list[int] = []
+    write, session = services.index.set_payload, services.db.session
+
+    def cut_write(*args: Any, **kwargs: Any) -> Any:
+        if len(done) == writes:
+            raise _Crash
+        done.append(1)
+        return write(*args, **kwargs)
+
+    def cut_session(*args: Any, **kwargs: Any) -> Any:
+        if len(done) == 2:
+            raise _Crash
+        return session(*args, **kwargs)
+
+    monkeypatch.setattr(services.index, "set_payload", cut_write)
+    monkeypatch.setattr(services.db, "session", cut_session)
+
+
+@pytest.mark.parametrize("writes", [0, 1, 2])
+def test_an_absorb_cut_short_leaves_every_text_findable_and_a_retry_finishes_it(
+    make_services: ServicesFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writes: int
+) -> None:
+    """A crash inside an absorb, between its steps, then a restart: every absorbed text still
+    leads to a live note, from its own point (the same score), and the retried absorb, as
+    A-MEM's job runs it again, finishes. Were the row soft-deleted first, a crash before the
+    index writes would leave the middle note's point and its alias leading to a deleted note,
+    and the retry would find no note to absorb."""
+    root = tmp_path / "store"
+    services = make_services(data_dir=root)
+    services.tenants.create("t1")
+    view = services.vault.scoped(Scope("t1", "alice", "planner"))
+    oldest, middle = view.add(SURVIVOR), view.add(OTHER)
+    newest = view.add(ABSORBED)
+    view.absorb(newest.id, middle.id)
+    scores = {text: view.search(text, limit=1, mode="dense")[0].score for text in (ABSORBED, OTHER)}
+
+    _cut_absorb(services, monkeypatch, writes)
+    with pytest.raises(_Crash):
+        view.absorb(middle.id, oldest.id)
+    monkeypatch.undo()
+    services.close()
+
+    reopened = make_services(data_dir=root)
+    view = reopened.vault.scoped(Scope("t1", "alice", "planner"))
+    for text in (ABSORBED, OTHER):
+        [hit] = view.search(text, limit=1, mode="dense")
+        assert hit.note.id in (middle.id, oldest.id)
+        assert hit.score == pytest.approx(scores[text], abs=1e-6)  # its own point led there
+    assert view.get(middle.id).id == middle.id  # not absorbed until its row says so
+
+    view.absorb(middle.id, oldest.id)  # the retry
+
+    with pytest.raises(NotFound):
+        view.get(middle.id)
+    for text in (ABSORBED, OTHER):
+        [hit] = view.search(text, limit=1, mode="dense")
+        assert (hit.note.id, hit.score) == (oldest.id, pytest.approx(scores[text], abs=1e-6))
+    points = reopened.index.retrieve(view.namespace, [newest.id, middle.id])
+    assert {p.id: p.payload["alias_of"] for p in points} == {
+        newest.id: oldest.id,
+        middle.id: oldest.id,
+    }

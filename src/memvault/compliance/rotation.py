@@ -22,7 +22,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +38,6 @@ from memvault.compliance.master_rotation import (
 )
 from memvault.errors import DecryptionError, InvalidRequest, NotFound, VaultError
 from memvault.scope import Scope
-from memvault.vault.service import NOTE_LOCK_STRIPES
 from memvault.vault.store.models import NoteRow
 from memvault.vault.store.scoping import OwnedBy, scoped_select, scoped_update
 from memvault.vault.writes import staged_view
@@ -306,25 +305,13 @@ def _reencrypt_scope(
             if not ids:
                 return
             after = ids[-1]
-            with _note_locks(services, ids):
+            with services.vault.note_lock(*ids):
                 moved = _reencrypt_batch(services, record, scope, target, version, ids, skipped)
         fault("batch_committed")
         record.remaining = max(0, record.remaining - moved)  # recounted after each pass
         services.keyring.save_rotation(scope.tenant, record.id, record.state, record.to_json())
         if progress is not None:
             progress(record)
-
-
-@contextmanager
-def _note_locks(services: Services, ids: list[str]) -> Iterator[None]:
-    """Hold the vault's note locks of a batch (one per stripe, in stripe order: no deadlock)."""
-    stripes: dict[int, str] = {}
-    for note_id in ids:
-        stripes.setdefault(hash(note_id) % NOTE_LOCK_STRIPES, note_id)
-    with ExitStack() as stack:
-        for stripe in sorted(stripes):
-            stack.enter_context(services.vault.note_lock(stripes[stripe]))
-        yield
 
 
 def _reencrypt_batch(

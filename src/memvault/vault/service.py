@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -131,9 +131,16 @@ class Vault:
         """The adds inside `ScopedVault.add_many` right now, their after-add hooks included."""
 
     @contextmanager
-    def note_lock(self, note_id: str) -> Iterator[None]:
-        """Serialize changes of one note inside this process (striped locks)."""
-        with self._note_locks[hash(note_id) % NOTE_LOCK_STRIPES]:
+    def note_lock(self, *note_ids: str) -> Iterator[None]:
+        """Serialize changes of these notes inside this process (striped locks).
+
+        Each stripe is taken once, in stripe order, so two callers holding overlapping sets
+        never deadlock.
+        """
+        stripes = sorted({hash(note_id) % NOTE_LOCK_STRIPES for note_id in note_ids})
+        with ExitStack() as stack:
+            for stripe in stripes:
+                stack.enter_context(self._note_locks[stripe])
             yield
 
     def scoped(self, scope: Scope) -> ScopedVault:

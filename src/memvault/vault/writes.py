@@ -276,37 +276,58 @@ class NoteWriter:
         hit. The note itself is never returned again, and the aliases that led to it now lead
         to the survivor (a note absorbed earlier into this one stays findable: no alias chains).
         """
+        if alias_of is not None and not purge:
+            self._absorb(note_id, alias_of)
+            return
         with self._vault.note_lock(note_id):
             row = self._view.writable_row(note_id, include_inactive=purge)
             if purge:
                 self.purge(row)
                 return
-            alias: dict[str, Any] | None = None
-            if alias_of is not None:
-                survivor = self._view.writable_row(alias_of)
-                if survivor.id == row.id or self._vault.row_scope(
-                    survivor
-                ) != self._vault.row_scope(row):
-                    raise InvalidRequest("a note is absorbed only into another of its own scope")
-                alias = {"alias_of": survivor.id}
-            with self._parts.db.session(row.tenant_id) as sess:
-                sess.execute(
-                    scoped_update(
-                        self._view.readable,
-                        NoteRow.id == row.id,
-                        is_active=0,
-                        updated_at=self._parts.clock(),
-                    )
-                )
-            index, namespace = self._parts.index, self._view.namespace
-            index.set_payload(namespace, [row.id], alias or {"is_active": 0})
-            if alias is not None:
-                tag = self._parts.keyring.index_key(row.tenant_id).tag  # as the point holds it
-                where = PointFilter(user_id=user_tag(tag, row.user_id), alias_of=row.id)
-                aliased = index.scroll_ids(namespace, where)
-                if aliased:
-                    index.set_payload(namespace, aliased, alias)
+            self._deactivate(row)
+            self._parts.index.set_payload(self._view.namespace, [row.id], {"is_active": 0})
             SessionIndexer(self._vault).refresh_successor(row, removed=True)
+
+    def _absorb(self, note_id: str, survivor_id: str) -> None:
+        """Soft-delete a note folded into `survivor_id`, its point and its aliases re-pointed.
+
+        The index is written first and the row last, so the row's commit is the step that
+        makes the absorption happen. A crash before it leaves the note live, with its aliases
+        (and perhaps its own point) already leading to the survivor, which holds its text: a
+        retried absorb (A-MEM's job runs again) finishes it. The other order left, after a
+        crash, a soft-deleted note whose point and aliases led nowhere (an alias chain), and a
+        retry could not repair it. Both notes' locks are held, so a note is never absorbed
+        into one that is being absorbed itself.
+        """
+        with self._vault.note_lock(note_id, survivor_id):
+            row = self._view.writable_row(note_id)
+            survivor = self._view.writable_row(survivor_id)
+            if survivor.id == row.id or self._vault.row_scope(survivor) != self._vault.row_scope(
+                row
+            ):
+                raise InvalidRequest("a note is absorbed only into another of its own scope")
+            alias = {"alias_of": survivor.id}
+            index, namespace = self._parts.index, self._view.namespace
+            tag = self._parts.keyring.index_key(row.tenant_id).tag  # as the point holds it
+            where = PointFilter(user_id=user_tag(tag, row.user_id), alias_of=row.id)
+            aliased = index.scroll_ids(namespace, where)
+            if aliased:
+                index.set_payload(namespace, aliased, alias)
+            index.set_payload(namespace, [row.id], alias)
+            self._deactivate(row)
+            SessionIndexer(self._vault).refresh_successor(row, removed=True)
+
+    def _deactivate(self, row: NoteRow) -> None:
+        """Mark a row soft-deleted (`is_active` 0), in one transaction."""
+        with self._parts.db.session(row.tenant_id) as sess:
+            sess.execute(
+                scoped_update(
+                    self._view.readable,
+                    NoteRow.id == row.id,
+                    is_active=0,
+                    updated_at=self._parts.clock(),
+                )
+            )
 
     def purge(self, row: NoteRow) -> None:
         """Delete the row, its links and statistics, then its vector (orphans are reconciled)."""
