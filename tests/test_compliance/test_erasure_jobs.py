@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ from memvault.compliance import inventory
 from memvault.compliance.erasure import STEPS
 from memvault.compliance.signatures import verify_document
 from memvault.compliance.wiring import install
+from memvault.errors import Conflict
 from memvault.keyring import _keystore, _signing
 from memvault.scope import Scope
 from memvault.vault import index as index_package
@@ -57,25 +60,32 @@ def _files_hold(root: Path, needle: bytes) -> bool:
     return any(needle in p.read_bytes() for p in root.rglob("*") if p.is_file())
 
 
+@contextlib.contextmanager
+def _old_snapshot(root: Path) -> Iterator[None]:
+    """A reader holding an old snapshot of the data store, which blocks a TRUNCATE checkpoint."""
+    reader = sqlite3.connect(root / "memvault.db")
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM notes").fetchone()
+    try:
+        yield
+    finally:
+        reader.rollback()
+        reader.close()
+
+
 def test_a_scrub_a_reader_blocks_withholds_the_receipt_until_the_sweeper_finishes(
     make_services: ServicesFactory, tmp_path: Path
 ) -> None:
     root, services = _seeded(make_services, tmp_path)
     services.eraser.checkpoint_attempts = 2
     jobs = install(services).erasures
-    reader = sqlite3.connect(root / "memvault.db")
-    reader.execute("BEGIN")
-    reader.execute("SELECT count(*) FROM notes").fetchone()  # an old snapshot: no TRUNCATE
-    try:
+    with _old_snapshot(root):
         job_id, receipt = jobs.submit("t1", USER, None, "k-admin", wait=120)
         assert receipt is None  # no receipt may claim a scrub that did not happen
         view = jobs.view("t1", job_id)
         assert view["state"] == "running" and view["step"] == "rows"
         assert jobs.resume_stalled(idle_for=3600) == 0  # not stalled long enough yet
         assert jobs.resume_stalled(idle_for=0) == 0  # the reader still blocks it
-    finally:
-        reader.rollback()
-        reader.close()
     assert jobs.resume_stalled(idle_for=0) == 1
     receipt = jobs.receipt("t1", job_id)
     assert receipt["receipt"]["verified"] is True and _verifies(services, receipt)
@@ -223,6 +233,55 @@ def test_tenant_deletion_returns_a_signed_receipt(make_services: ServicesFactory
     assert again.json()["signature"] == body["signature"]
     published = api.client.get("/v1/receipt-keys").json()["keys"]
     assert verify_document(body["receipt"], body["key_id"], body["signature"], published)
+
+
+def test_a_tenant_deletion_a_reader_blocks_answers_202_and_the_sweeper_finishes_it(
+    make_services: ServicesFactory, tmp_path: Path
+) -> None:
+    """The keys are shredded and the rows deleted, but no receipt may claim a scrub a reader
+    blocked: the operator gets the deletion's id and polls it; the sweeper signs it later."""
+    root = tmp_path / "vault"
+    services = make_services("sqlite", data_dir=root)
+    api = Api(services)
+    api.add(api.agent_key("tnqzgone", "u1", "a1"), "the tenant keeps its canoe by the lake")
+    services.eraser.checkpoint_attempts = 2
+    deletions = install(services).tenant_deletions
+    with _old_snapshot(root):
+        r = api.call("DELETE", "/v1/operator/tenants/tnqzgone", OPERATOR_KEY)
+        assert r.status_code == 202, r.text
+        job_id = r.json()["id"]
+        assert r.json() == {"id": job_id, "state": "running", "step": "rows"}
+        polled = api.call("GET", f"/v1/operator/tenant-deletions/{job_id}", OPERATOR_KEY)
+        assert polled.status_code == 200 and polled.json()["state"] == "running"
+        assert deletions.resume_stalled(idle_for=3600) == 0  # not stalled long enough yet
+        assert deletions.resume_stalled(idle_for=0) == 0  # the reader still blocks it
+    assert deletions.resume_stalled(idle_for=0) == 1
+    done = api.call("GET", f"/v1/operator/tenant-deletions/{job_id}", OPERATOR_KEY).json()
+    assert done["state"] == "done" and done["receipt"]["verified"] is True
+    assert all(s["remaining"] == 0 for s in done["receipt"]["stores"])
+    assert _verifies(services, done)
+    assert deletions.resume_stalled(idle_for=0) == 0  # nothing left running
+
+
+def test_a_tenant_deletion_running_in_a_thread_is_left_to_it(
+    make_services: ServicesFactory,
+) -> None:
+    services = make_services("sqlite")
+    services.tenants.create("t1")
+    deletions = install(services).tenant_deletions
+    job_id = deletions.start("t1")
+    ran: list[int] = []
+
+    def in_flight(point: str) -> None:
+        if point == "before:shred":
+            ran.append(deletions.resume_stalled(idle_for=0))  # the sweeper, meanwhile
+            with pytest.raises(Conflict):
+                deletions.run(job_id)
+
+    deletions.fault = in_flight
+    receipt = deletions.run(job_id)
+    assert ran == [0]
+    assert receipt["receipt"]["verified"] is True
 
 
 def test_an_erase_removes_the_users_ids_from_key_rotation_records(

@@ -25,6 +25,7 @@ from memvault.api.schemas import EraseRequest
 from memvault.compliance import inventory
 from memvault.compliance.wiring import Compliance
 from memvault.scope import validate_id
+from memvault.vault.erase import ScrubIncomplete
 from memvault.vault.store.scoping import OwnedBy
 
 router = APIRouter(tags=["erasure"])
@@ -106,19 +107,32 @@ def deletion_inventory(
     }
 
 
-@router.delete("/v1/operator/tenants/{tenant_id}", dependencies=[Depends(only_query_params())])
+@router.delete(
+    "/v1/operator/tenants/{tenant_id}",
+    dependencies=[Depends(only_query_params())],
+    responses={202: {"description": "The scrub was blocked: the deletion finishes later"}},
+)
 def deletetenant_of(
     tenant_id: str, request: Request, _op: OperatorDep, services: ServicesDep
-) -> dict[str, Any]:
-    """Delete a tenant (keys, vectors, rows) and return the signed receipt."""
+) -> Any:
+    """Delete a tenant (keys, vectors, rows) and return the signed receipt.
+
+    When a reader of the data store blocked the scrub, the answer is `202` with the deletion's
+    id: the keys are shredded and the rows deleted, and the maintenance sweeper finishes the
+    scrub and signs the receipt (`GET /v1/operator/tenant-deletions/{id}`).
+    """
     validate_id(tenant_id, "tenant_id")
     services.tenants.require(tenant_id)
-    receipt = _compliance(request).tenant_deletions.delete(tenant_id)
-    return {"id": receipt["receipt"]["id"], "state": "done", **receipt}
+    deletions = _compliance(request).tenant_deletions
+    job_id = deletions.start(tenant_id)
+    try:
+        receipt = deletions.run(job_id)
+    except ScrubIncomplete:
+        return JSONResponse(deletions.view(job_id), status_code=202)
+    return {"id": job_id, "state": "done", **receipt}
 
 
 @router.get("/v1/operator/tenant-deletions/{job_id}", dependencies=[Depends(only_query_params())])
 def tenant_deletion(job_id: str, request: Request, _op: OperatorDep) -> dict[str, Any]:
-    """The signed receipt of a tenant deletion."""
-    receipt = _compliance(request).tenant_deletions.receipt(job_id)
-    return {"id": job_id, "state": "done", **receipt}
+    """A tenant deletion: its signed receipt when done, else its state and last step."""
+    return _compliance(request).tenant_deletions.view(job_id)

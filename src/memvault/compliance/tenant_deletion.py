@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
 
-from memvault.compliance.erasure import DONE, RUNNING, STEPS, Fault
+from memvault.compliance.erasure import DONE, RUNNING, STALLED_SECONDS, STEPS, Fault
 from memvault.compliance.receipts import signed_receipt
-from memvault.errors import NotFound
+from memvault.errors import Conflict, NotFound
 from memvault.vault.drafts import namespace_for
 from memvault.vault.erase import TENANT_ROW_MODELS
 from memvault.vault.ids import uuid7
@@ -40,9 +41,16 @@ class TenantDeletions:
         self._services = services
         self._clock = clock
         self.fault: Fault | None = None
+        self._running: set[str] = set()
+        """Deletions a thread of this process is running: the sweeper leaves them alone."""
+        self._lock = threading.Lock()
 
     def delete(self, tenant: str, requested_by: str = "operator") -> dict[str, Any]:
         """Delete `tenant` now and return the signed receipt."""
+        return self.run(self.start(tenant, requested_by))
+
+    def start(self, tenant: str, requested_by: str = "operator") -> str:
+        """Record a deletion of `tenant` as a job to run (`run`); returns its id."""
         OwnedBy(tenant)
         job_id = uuid7()
         now = self._clock()
@@ -60,10 +68,23 @@ class TenantDeletions:
                     updated_at=now,
                 )
             )
-        return self.run(job_id)
+        return job_id
 
     def run(self, job_id: str) -> dict[str, Any]:
-        """Run the remaining steps of a deletion and return its receipt."""
+        """Run the remaining steps of a deletion and return its receipt. A scrub a reader
+        blocked (`ScrubIncomplete`) stops it short; it stays running for the sweeper
+        (`resume_stalled`). A deletion another thread is running raises `Conflict`."""
+        with self._lock:
+            if job_id in self._running:
+                raise Conflict("this tenant deletion is running")
+            self._running.add(job_id)
+        try:
+            return self._run(job_id)
+        finally:
+            with self._lock:
+                self._running.discard(job_id)
+
+    def _run(self, job_id: str) -> dict[str, Any]:
         row = self._row(job_id)
         if row.state == DONE and row.receipt:
             receipt: dict[str, Any] = json.loads(row.receipt)
@@ -135,19 +156,36 @@ class TenantDeletions:
         receipt: dict[str, Any] = json.loads(row.receipt)
         return receipt
 
+    def view(self, job_id: str) -> dict[str, Any]:
+        """The deletion as the API shows it: its receipt when done, else its last step."""
+        row = self._row(job_id)
+        if row.state == DONE and row.receipt:
+            return {"id": job_id, "state": DONE, **self.receipt(job_id)}
+        return {"id": job_id, "state": row.state, "step": row.step}
+
     def resume(self) -> int:
         """Finish every deletion a crash left unfinished; returns how many finished."""
+        return self._finish_running(idle_for=None)
+
+    def resume_stalled(self, idle_for: float = STALLED_SECONDS) -> int:
+        """A maintenance sweeper: finish the deletions that stopped short (a scrub a reader
+        blocked) and have not moved for `idle_for` seconds; a deletion a thread of this
+        process is running is left to it. Returns how many finished."""
+        return self._finish_running(idle_for=idle_for)
+
+    def _finish_running(self, idle_for: float | None) -> int:
+        query = select(TenantDeletionRow.id).where(TenantDeletionRow.state == RUNNING)
+        if idle_for is not None:
+            query = query.where(TenantDeletionRow.updated_at <= self._clock() - idle_for)
         with self._services.db.session(None) as sess:
-            ids = list(
-                sess.execute(
-                    select(TenantDeletionRow.id).where(TenantDeletionRow.state == RUNNING)
-                ).scalars()
-            )
+            ids = list(sess.execute(query).scalars())
         finished = 0
         for job_id in ids:
             try:
                 self.run(job_id)
                 finished += 1
+            except Conflict:
+                continue  # its own thread runs it
             except Exception as exc:
                 log.warning("tenant deletion %s not resumed: %s", job_id, type(exc).__name__)
         return finished

@@ -67,5 +67,6 @@ def install(services: Services) -> Compliance:
     services.sweepers.append(retention_sweeper(services))
     services.sweepers.append(index_compactor(services))
     services.sweepers.append(compliance.erasures.resume_stalled)  # e.g. after a blocked scrub
+    services.sweepers.append(compliance.tenant_deletions.resume_stalled)
     setattr(services, _ATTRIBUTE, compliance)
     return compliance
