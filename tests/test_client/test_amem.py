@@ -12,11 +12,13 @@ import httpx
 import pytest
 
 from memvault.client import (
+    AbsorbedError,
     AsyncClient,
     Client,
     ConflictError,
     Consolidation,
     DialogueResult,
+    NotFoundError,
     QualityFlag,
 )
 from tests.test_client.conftest import Tenant
@@ -80,6 +82,20 @@ def test_amem_calls_against_a_live_server(amem_tenant: Tenant) -> None:
         assert all(isinstance(f, QualityFlag) for f in flagged)
         review = mv.quality_review()
         assert review.startswith("---") and "count:" in review
+
+
+def test_get_of_a_merged_note_raises_absorbed_naming_its_survivor(amem_tenant: Tenant) -> None:
+    """A same-day near-duplicate is merged into the earlier note: its id then answers 404
+    `absorbed`, and the error names the note that holds its text."""
+    with Client(amem_tenant.base_url, amem_tenant.agent_key) as mv:
+        first = mv.add("Melanie's greyhound Pixel naps on the blue sofa every afternoon")
+        again = mv.add("Melanie's greyhound Pixel naps on the blue sofa every single afternoon")
+        assert again.evolution is not None and again.evolution.action == "MERGE"
+        with pytest.raises(AbsorbedError) as absorbed:
+            mv.get(again.id)
+        assert absorbed.value.survivor_id == first.id
+        assert isinstance(absorbed.value, NotFoundError) and absorbed.value.status == 404
+        assert "single" in mv.get(absorbed.value.survivor_id).text  # the merged text
 
 
 def test_async_amem_calls(amem_tenant: Tenant) -> None:

@@ -215,7 +215,7 @@ def test_mcp_amem_tools_run_on_the_bound_scope(
     assert scan["status"] == "done" and scan["tool"] == "memory_quality_scan"
     assert scan["flagged"] == [{"id": stale.id, "reasons": ["expired_ephemeral"]}]
     assert "review" not in json.dumps(scan)  # ids and reasons only: no memory text
-    assert gone.startswith("ERROR not_found")
+    assert gone == f"ERROR absorbed: this memory was merged into memory {one.id}"
     assert view.get(one.id) and "low_quality" in view.get(stale.id).flags
 
 

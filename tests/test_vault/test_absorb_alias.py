@@ -13,11 +13,12 @@ from typing import Any
 
 import pytest
 
-from memvault.errors import InvalidRequest, NotFound
+from memvault.errors import Absorbed, InvalidRequest, NotFound
 from memvault.scope import Scope
 from memvault.vault.factory import Services
 from memvault.vault.index.base import Hit
 from memvault.vault.retrieve import SEARCH_MODES, follow_aliases
+from tests.apiclient import Api
 from tests.conftest import ServicesFactory
 
 ABSORBED = "Priya's violin teacher moved her lessons to Thursday evenings at the conservatory"
@@ -124,6 +125,10 @@ def test_absorbing_a_survivor_moves_its_aliases_to_the_new_survivor(
     assert {middle.id, newest.id}.isdisjoint(h.note.id for h in hits)
     [point] = services.index.retrieve(view.namespace, [newest.id])
     assert point.payload["alias_of"] == oldest.id
+    for gone in (newest, middle):  # a GET names where the text is now, not the middle note
+        with pytest.raises(Absorbed) as absorbed:
+            view.get(gone.id)
+        assert absorbed.value.survivor_id == oldest.id
 
 
 class _Crash(Exception):
@@ -195,3 +200,52 @@ def test_an_absorb_cut_short_leaves_every_text_findable_and_a_retry_finishes_it(
         newest.id: oldest.id,
         middle.id: oldest.id,
     }
+
+
+def test_get_of_an_absorbed_note_names_its_survivor_only_to_who_may_read_it(
+    services: Services,
+) -> None:
+    """`get` of a note A-MEM merged away raises `Absorbed` (a NotFound) naming the survivor,
+    when the caller may read the survivor now; any other missing id stays a plain NotFound."""
+    planner = services.vault.scoped(Scope("t1", "alice", "planner"))
+    coder = services.vault.scoped(Scope("t1", "alice", "coder"))
+    bob = services.vault.scoped(Scope("t1", "bob", "planner"))
+    survivor = planner.add(SURVIVOR)
+    absorbed = planner.add(ABSORBED, readers=["coder"])  # the coder may read this one only
+    deleted = planner.add(OTHER)
+    planner.absorb(absorbed.id, survivor.id)
+    planner.delete(deleted.id)
+
+    with pytest.raises(Absorbed) as found:
+        planner.get(absorbed.id)
+    assert found.value.survivor_id == survivor.id
+    assert planner.get(found.value.survivor_id).text == survivor.text
+    for view, note_id in ((coder, absorbed.id), (bob, absorbed.id), (planner, deleted.id)):
+        with pytest.raises(NotFound) as plain:
+            view.get(note_id)
+        assert type(plain.value) is NotFound  # no survivor named: unreadable, or none
+    planner.delete(survivor.id, purge=True)
+    with pytest.raises(NotFound) as gone:
+        planner.get(absorbed.id)
+    assert type(gone.value) is NotFound
+
+
+def test_the_api_answers_an_absorbed_note_with_404_absorbed_and_its_location(
+    make_services: ServicesFactory,
+) -> None:
+    api = Api(make_services())
+    key = api.agent_key("t1", "alice", "planner")
+    survivor, absorbed = api.add(key, SURVIVOR), api.add(key, ABSORBED)
+    api.services.vault.scoped(Scope("t1", "alice", "planner")).absorb(
+        absorbed["id"], survivor["id"]
+    )
+
+    r = api.call("GET", f"/v1/memories/{absorbed['id']}", key)
+    assert r.status_code == 404
+    assert r.json()["error"]["code"] == "absorbed"
+    assert survivor["id"] in r.json()["error"]["message"]
+    assert r.headers["location"] == f"/v1/memories/{survivor['id']}"
+    assert api.call("GET", r.headers["location"], key).json()["text"] == SURVIVOR
+    other = api.call("GET", f"/v1/memories/{absorbed['id']}", api.agent_key("t1", "bob", "x"))
+    assert other.status_code == 404 and other.json()["error"]["code"] == "not_found"
+    assert "location" not in other.headers

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from memvault.client.aio import AsyncClient
 from memvault.client.errors import (
+    AbsorbedError,
     ApiError,
     AuthenticationError,
     BodyTooLargeError,
@@ -64,6 +65,7 @@ from memvault.client.sync import Client
 
 __all__ = [
     "MEMORY_NOTICE",
+    "AbsorbedError",
     "ApiError",
     "AsyncClient",
     "AuditExport",

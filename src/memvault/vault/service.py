@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
 
-from memvault.errors import InvalidRequest
+from memvault.errors import Absorbed, InvalidRequest, NotFound
 from memvault.keyring import Keyring
 from memvault.scope import Scope
 from memvault.vault.batcher import InFlight
@@ -360,9 +360,16 @@ class ScopedVault(ScopedReads):
     # -- reads ------------------------------------------------------------------------------
 
     def get(self, note_id: str) -> Note:
-        """A readable, active note by id; NotFound for anything else (never 403)."""
+        """A readable, active note by id; NotFound for anything else (never 403), `Absorbed`
+        (a NotFound) for a note A-MEM merged into one the caller may read."""
         with self._guarded():
-            return self.live_note(note_id)
+            try:
+                return self.live_note(note_id)
+            except NotFound:
+                survivor = self.survivor_of(note_id)
+                if survivor is None:
+                    raise
+                raise Absorbed(survivor) from None
 
     def list_notes(self, *, limit: int = 50, offset: int = 0) -> tuple[list[Note], int]:
         """Readable active notes, newest first, and their total count."""
