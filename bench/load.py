@@ -68,6 +68,14 @@ def kept_id(note: dict[str, Any]) -> str:
     return str(note["id"])
 
 
+def absorbed_into(body: Any, location: str | None) -> str | None:
+    """The survivor a `404 absorbed` answer names (its `Location`), else None."""
+    error = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(error, dict) or error.get("code") != "absorbed" or not location:
+        return None
+    return location.rsplit("/", 1)[-1] or None
+
+
 def parse_mix(spec: str) -> dict[str, int]:
     mix = {}
     for part in spec.split(","):
@@ -181,6 +189,8 @@ class Connection:
         self._auth = f"Bearer {key}"
         self._timeout = timeout
         self._conn: http.client.HTTPConnection | None = None
+        self.location: str | None = None
+        """The last response's `Location` header (a `404 absorbed` names the survivor there)."""
 
     def call(self, method: str, path: str, body: object = None) -> tuple[int, Any]:
         """(status, parsed JSON body or None)."""
@@ -198,6 +208,7 @@ class Connection:
         except (OSError, http.client.HTTPException):
             self.close()
             raise
+        self.location = response.getheader("location")
         if response.will_close:
             self.close()
         kind = response.getheader("content-type") or ""
@@ -233,6 +244,11 @@ class Written:
         self.texts: list[str] = []
         self.words: list[str] = []
 
+    def moved(self, note_id: str, survivor_id: str) -> None:
+        """Read `note_id` as `survivor_id` from now on: A-MEM merged it there later (a `GET`
+        answered `404 absorbed`), as a careful client follows the answer."""
+        self.ids = [survivor_id if i == note_id else i for i in self.ids]
+
     def add(self, body: dict[str, Any]) -> None:
         """Record an added note's answer (under the id A-MEM kept, `kept_id`)."""
         self.ids.append(kept_id(body))
@@ -254,7 +270,11 @@ def client_loop(
     errors: Counter[str],
     lock: threading.Lock,
     distinct: bool = False,
+    followed: Counter[str] | None = None,
 ) -> None:
+    """One client: seed five notes, then run the mix until the window closes. `followed`
+    counts answers a client acts on that are not errors (a `404 absorbed`, followed)."""
+    followed = Counter() if followed is None else followed
     rng = random.Random(seed)
     ops = [name for name, weight in mix.items() for _ in range(weight)]
     notes = Written()
@@ -290,7 +310,14 @@ def client_loop(
                     query = " ".join(rng.choice(notes.texts).split()[1:5])
                 status, _ = http.call("POST", "/v1/memories/search", {"query": query})
             elif op == "get":
-                status, _ = http.call("GET", f"/v1/memories/{rng.choice(notes.ids)}")
+                note_id = rng.choice(notes.ids)
+                status, body = http.call("GET", f"/v1/memories/{note_id}")
+                survivor = absorbed_into(body, http.location) if status == 404 else None
+                if survivor is not None:
+                    notes.moved(note_id, survivor)
+                    status = 200  # answered: the text lives on in the note it names
+                    with lock:
+                        followed["get:absorbed"] += 1
             else:
                 status, _ = http.call("GET", "/v1/memories?limit=20")
         except (OSError, http.client.HTTPException) as exc:
@@ -331,6 +358,7 @@ def run(
             keys = setup_keys(server.base, clients)
             samples: dict[str, list[float]] = defaultdict(list)
             errors: Counter[str] = Counter()
+            followed: Counter[str] = Counter()
             lock = threading.Lock()
             clock: dict[str, float] = {}
             batches: dict[str, dict[str, tuple[float, float]]] = {}
@@ -347,7 +375,7 @@ def run(
                 threading.Thread(
                     target=client_loop,
                     args=(server.base, keys[i], i, mix, start, clock, samples, errors, lock),
-                    kwargs={"distinct": distinct},
+                    kwargs={"distinct": distinct, "followed": followed},
                     daemon=True,
                 )
                 for i in range(clients)
@@ -373,6 +401,7 @@ def run(
             "p99_ms": round(percentile(ordered, 0.99), 1),
         }
     report["errors"] = dict(errors)
+    report["followed"] = dict(followed)
     done = sum(len(v) for v in samples.values())
     report["total_per_s"] = round(done / wall, 1)
     # Server CPU per request: steadier than throughput on a shared machine, where other
@@ -448,6 +477,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"p99 {r['p99_ms']:7.1f} ms  (n={r['count']})"
         )
     print(f"  errors: {report['errors'] or 'none'}")
+    if report["followed"]:
+        print(f"  followed (not errors): {report['followed']}")
     if report["batching"]:
         print("  mean batch: " + ", ".join(f"{k} {v}" for k, v in report["batching"].items()))
 
