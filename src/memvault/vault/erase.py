@@ -209,9 +209,11 @@ class Eraser:
         return [RefusalRow.tenant_id == subject.tenant, match]
 
     def scrub(self, subject: OwnedBy) -> None:
-        """Overwrite what deletion freed: SQLite WAL checkpoint, index compaction.
+        """Overwrite what deletion freed: SQLite VACUUM and WAL checkpoint, index compaction.
 
-        SQLite runs with `secure_delete`, so the checkpoint writes zeroed pages back into the
+        SQLite runs with `secure_delete`, which zeroes a deleted row's cell but not the stale
+        copies b-tree rebalancing leaves in pages' free space, so VACUUM rewrites every page
+        from the live rows (`Database.vacuum`); the checkpoint moves the pages into the
         database file and truncates the WAL. A reader holding an old snapshot blocks it; after
         `checkpoint_attempts` tries (about 10 s for 50) this raises `ScrubIncomplete`, after the
         rest of the scrub ran, so an erase job stops short of its receipt and is retried.
@@ -219,7 +221,8 @@ class Eraser:
         may VACUUM): see docs/erasure.md.
         """
         db = self._parts.db
-        checkpointed = db.checkpoint(self.checkpoint_attempts)
+        vacuumed = db.vacuum()  # no stale copy of a deleted row in a page's free space
+        checkpointed = db.checkpoint(self.checkpoint_attempts) and vacuumed
         if db.is_postgres and db.maintenance_url:
             try:
                 vacuum_tables(db.maintenance_url, db.schema, ERASE_TABLES)
