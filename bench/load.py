@@ -42,6 +42,8 @@ from typing import Any
 
 import httpx
 
+from memvault.client.errors import AbsorbedError, error_from_response
+
 OPERATOR_KEY = "mvop_bench-load-0123456789abcdef"
 MAX_REQUESTS_PER_CLIENT = 100_000
 WORDS = ("garden", "piano", "harbor", "ticket", "violet", "winter", "candle", "meadow", "orange")
@@ -69,11 +71,10 @@ def kept_id(note: dict[str, Any]) -> str:
 
 
 def absorbed_into(body: Any, location: str | None) -> str | None:
-    """The survivor a `404 absorbed` answer names (its `Location`), else None."""
-    error = body.get("error") if isinstance(body, dict) else None
-    if not isinstance(error, dict) or error.get("code") != "absorbed" or not location:
-        return None
-    return location.rsplit("/", 1)[-1] or None
+    """The survivor a `404 absorbed` answer names (its `Location`), else None: read as the
+    SDK reads it (`error_from_response`)."""
+    error = error_from_response(404, body, {"location": location or ""})
+    return error.survivor_id if isinstance(error, AbsorbedError) else None
 
 
 def parse_mix(spec: str) -> dict[str, int]:

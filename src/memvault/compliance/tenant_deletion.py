@@ -160,7 +160,7 @@ class TenantDeletions:
         """The deletion as the API shows it: its receipt when done, else its last step."""
         row = self._row(job_id)
         if row.state == DONE and row.receipt:
-            return {"id": job_id, "state": DONE, **self.receipt(job_id)}
+            return {"id": job_id, "state": DONE, **json.loads(row.receipt)}
         return {"id": job_id, "state": row.state, "step": row.step}
 
     def resume(self) -> int:

@@ -222,7 +222,7 @@ class Eraser:
         """
         db = self._parts.db
         vacuumed = db.vacuum()  # no stale copy of a deleted row in a page's free space
-        checkpointed = db.checkpoint(self.checkpoint_attempts) and vacuumed
+        scrubbed = db.checkpoint(self.checkpoint_attempts) and vacuumed
         if db.is_postgres and db.maintenance_url:
             try:
                 vacuum_tables(db.maintenance_url, db.schema, ERASE_TABLES)
@@ -230,10 +230,11 @@ class Eraser:
                 log.warning("VACUUM after an erase failed: %s", type(exc).__name__)
         if subject.user is not None:
             self._parts.index.compact(namespace_for(subject.tenant))
-        if not checkpointed:
+        if not scrubbed:
             raise ScrubIncomplete(
-                "a reader held the data store's WAL, so the deleted rows' old pages may still be "
-                "in it: the scrub did not complete (an erase job retries it; retry otherwise)"
+                "a reader held the data store's WAL (or a writer its lock, so VACUUM could not "
+                "run), so the deleted rows' old pages may still be in it: the scrub did not "
+                "complete (an erase job retries it; retry otherwise)"
             )
 
     # -- verification --------------------------------------------------------------------------
