@@ -55,8 +55,8 @@ def add_amem_commands(
                 for name in tenants:
                     report = report + consolidate_tenant(amem, name, progress=bar.update)
             typer.echo(
-                f"{report.scopes} scopes: {report.groups} groups merged, "
-                f"{report.absorbed} notes absorbed"
+                f"{report.scopes} scopes: {report.groups} groups, "
+                f"{report.related} relations written"
             )
         finally:
             services.close()

@@ -28,17 +28,6 @@ class NotFound(VaultError):
     code = "not_found"
 
 
-class Absorbed(NotFound):
-    """A note A-MEM merged into another (`survivor_id`), which the caller may read: a 404 that
-    names where its text went."""
-
-    code = "absorbed"
-
-    def __init__(self, survivor_id: str) -> None:
-        super().__init__(f"this memory was merged into memory {survivor_id}")
-        self.survivor_id = survivor_id
-
-
 class PermissionDenied(VaultError):
     """The caller can read the note but is not one of its writers."""
 

@@ -2,7 +2,7 @@
 
 The attributes travel in the note's `attrs_ct` envelope, sealed like its text; a change opens it,
 applies the change and seals it again in one transaction that checks the row did not change
-meanwhile. Strings written back (a judge's context and tags) are screened first.
+meanwhile. Strings written back (a judge's context, tags and keywords) are screened first.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ def update_attrs(
 ) -> bool:
     """Apply `change` to the sealed attributes of a note the caller may write.
 
-    `screen`: pass the new `context` and `tags` through the write screen first (a refusal
-    leaves the note as it was). Returns False when the note changed or went meanwhile.
+    `screen`: pass the new `context`, `tags` and `keywords` through the write screen first
+    (a refusal leaves the note as it was). Returns False when the note changed or went meanwhile.
     """
     vault = view.vault
     parts = vault.parts
@@ -72,6 +72,10 @@ def _screened(view: ScopedVault, attrs: dict[str, Any], *, shared: bool) -> dict
         attrs["context"] = gate.screen_strings(scope, "context", [attrs["context"]], shared)[0]
     if attrs.get("tags"):
         attrs["tags"] = list(gate.screen_strings(scope, "tags", list(attrs["tags"]), shared))
+    if attrs.get("keywords"):
+        attrs["keywords"] = list(
+            gate.screen_strings(scope, "keywords", list(attrs["keywords"]), shared)
+        )
     return attrs
 
 

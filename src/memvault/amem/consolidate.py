@@ -1,16 +1,15 @@
 """Daily consolidation, as pure functions over the notes of ONE scope.
 
-`plan_consolidation` finds groups of near-duplicate notes and names, for each group, the note
-that survives (the oldest) and the notes it absorbs; `merged_text` writes the survivor's new
-text. The caller applies a plan: it stores the merged text (re-embedded) on the survivor,
-re-points the absorbed notes' links to it and deletes them. Nothing here touches a store.
+`plan_consolidation` finds groups of near-duplicate notes and names, for each group, its oldest
+note and the later ones. The caller (`amem/maintenance.py`) relates each later note to the
+oldest (a restatement, a new version, an expansion or a conflict); no text moves between notes
+and none is deleted. Nothing here touches a store.
 """
 
 from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,8 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from memvault.amem.judge import Judge, JudgeRejected, JudgeUnavailable
-from memvault.amem.views import Candidate, NoteView
+from memvault.amem.views import NoteView
 
 MAX_MERGED_CHARS = 32_000
 """The longest text `merged_text` writes (a survivor already longer is kept as it is)."""
@@ -37,8 +35,8 @@ Matrix = npt.NDArray[np.float32]
 
 @dataclass(frozen=True, slots=True)
 class MergeGroup:
-    """Notes to consolidate: `absorbed_ids` (oldest first) merge into `survivor_id`, the oldest
-    note of the group; all of them belong to `category`."""
+    """Near-duplicate notes: `absorbed_ids` (oldest first), each to be related to `survivor_id`,
+    the oldest note of the group; all of them belong to `category`."""
 
     survivor_id: str
     absorbed_ids: tuple[str, ...]
@@ -95,48 +93,6 @@ def plan_consolidation(notes: Sequence[NoteView], threshold: float) -> list[Merg
                 groups.append((age, MergeGroup(group[0].id, ids, category)))
     groups.sort(key=lambda item: item[0])
     return [group for _, group in groups]
-
-
-def merged_text(survivor: NoteView, absorbed: Sequence[NoteView], judge: Judge) -> str:
-    """The survivor's text with what the `absorbed` notes add, at most `MAX_MERGED_CHARS`.
-
-    Absorbed notes are taken oldest first. For each, `judge.evolve(note text, text so far)`
-    is asked; an EXPAND or EVOLVE `merged_text` is used when it still contains every sentence
-    of the survivor's own text (compared normalized: NFKC, case-folded, words only) and is no
-    longer than the plain append below. Otherwise (NEW, CONFLICT, a judge error, a merged text
-    that drops the survivor's words or is longer), the absorbed note's sentences that the text
-    does not already contain are appended: nothing is lost, and a CONFLICT stays readable.
-    The survivor's text is never lost: if it alone exceeds the bound it is returned unchanged,
-    and a sentence that would overflow the bound is left out (never for a planned group).
-    """
-    base = survivor.text.strip()
-    if len(base) >= MAX_MERGED_CHARS:
-        return survivor.text
-    keep = [s for s in (_normalize(x) for x in _sentences(base)) if s]
-    current = base
-    for note in sorted(absorbed, key=lambda n: (n.created_at, n.id)):
-        if note.id == survivor.id or not note.text.strip():
-            continue
-        candidate = Candidate(
-            number=1,
-            text=current,
-            similarity=_similarity(survivor, note),
-            context=survivor.context,
-            tags=survivor.tags,
-        )
-        proposal: str | None = None
-        try:
-            evolution = judge.evolve(note.text, candidate)
-            if evolution.action in ("EXPAND", "EVOLVE") and evolution.merged_text:
-                proposal = evolution.merged_text.strip()
-        except (JudgeRejected, JudgeUnavailable):
-            proposal = None
-        appended = _append_new(current, note.text)
-        if proposal and len(proposal) <= len(appended) and _contains_all(proposal, keep):
-            current = proposal
-        else:
-            current = appended
-    return current
 
 
 def _eligible_vector(note: NoteView) -> Matrix | None:
@@ -223,58 +179,5 @@ def _complete_link(
     return [sorted(index[k] for k in c) for c in clusters.values() if len(c) > 1]
 
 
-def _similarity(a: NoteView, b: NoteView) -> float:
-    """Cosine of two notes' vectors; 1.0 when one is missing (they were grouped as duplicates)."""
-    if a.vector is None or b.vector is None or len(a.vector) != len(b.vector):
-        return 1.0
-    va = np.asarray(a.vector, dtype=np.float64)
-    vb = np.asarray(b.vector, dtype=np.float64)
-    denom = float(np.linalg.norm(va) * np.linalg.norm(vb))
-    if denom == 0.0 or not math.isfinite(denom):
-        return 1.0
-    return max(-1.0, min(1.0, float(va @ vb) / denom))
-
-
 def _sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
-
-
-def _normalize(text: str) -> str:
-    """Words only, NFKC and case-folded, single-spaced: "The  User's dog." -> "the user's dog"."""
-    folded = unicodedata.normalize("NFKC", text).casefold().replace("’", "'")
-    return " ".join(_WORD.findall(folded))
-
-
-def _contains(haystack: str, needle: str) -> bool:
-    """`needle` (normalized) appears in `haystack` (normalized) on word boundaries."""
-    return f" {needle} " in f" {haystack} "
-
-
-def _contains_all(text: str, normalized_sentences: Sequence[str]) -> bool:
-    whole = _normalize(text)
-    return all(_contains(whole, s) for s in normalized_sentences)
-
-
-def _append_new(current: str, addition: str) -> str:
-    """`current` followed by the sentences of `addition` it does not contain yet (each one only
-    if it still fits in `MAX_MERGED_CHARS`)."""
-    for sentence in _sentences(addition):
-        normalized = _normalize(sentence)
-        if not normalized or _contains(_normalize(current), normalized):
-            continue
-        joined = _join(current, sentence)
-        if len(joined) <= MAX_MERGED_CHARS:
-            current = joined
-    return current
-
-
-def _join(text: str, sentence: str) -> str:
-    """`sentence` after `text`, closing `text` with a full stop first when it has none."""
-    text = text.rstrip()
-    if not text:
-        return sentence
-    if text[-1] in _CJK_END:
-        return text + sentence
-    if text[-1] not in ".!?":
-        text += "。" if unicodedata.east_asian_width(text[-1]) == "W" else "."
-    return text + ("" if text[-1] in _CJK_END else " ") + sentence

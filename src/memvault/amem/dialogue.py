@@ -8,7 +8,16 @@ worth remembering, and decides each fact against the caller's own notes:
    before anything else sees it, the judge and the search included);
 2. show the judge the caller's most similar notes (`ScopedVault.search`, so only notes the
    caller may read) numbered 1..n, and map its answer back to a note id;
-3. apply it: NEW → `add`, UPDATE → `update`, DELETE → `delete` (soft), NONE → nothing.
+3. apply it: NEW → `add`; UPDATE → `add` of the fact, related to the note it replaces
+   (`supersedes`: the older note keeps its text and gets a `valid_to`); DELETE → `invalidate`
+   (the note keeps its text, and is no longer current); NONE → nothing. An admin reverses an
+   UPDATE or DELETE with `POST /v1/memories/{id}/restore`.
+
+An UPDATE or DELETE takes effect only when corroborated: the pair's cosine is at least the
+embedding model's `evolve_low` threshold and the offline judge does not call the pair NEW.
+Otherwise the fact is stored as NEW with the reason `uncorroborated` or `not_related`, counted
+(`memvault_amem_gate_downgrades`) and audited by the caller; a model's answer alone can never
+end an unrelated note.
 
 An answer that cannot be trusted (a number never shown, an unknown action, an exception) is
 replaced by the offline `HeuristicJudge`'s answer and marked `judge_rejected`
@@ -24,15 +33,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
+
 from memvault.amem.guard import GuardedJudge
 from memvault.amem.heuristic import HeuristicJudge
 from memvault.amem.judge import FactDecision, Judge, JudgeRejected, JudgeUnavailable
+from memvault.amem.relating import relate, words
+from memvault.amem.thresholds import thresholds_for
 from memvault.amem.views import DIALOGUE_ACTIONS, Candidate
 from memvault.errors import InvalidRequest, NotFound, PermissionDenied, ScreenRefused
+from memvault.observability import count_gate_downgrade
 from memvault.scope import WILDCARD_READER
 from memvault.vault.fields import MAX_QUERY_CHARS, MAX_SEARCH_LIMIT, MAX_TEXT_CHARS, check_string
 from memvault.vault.notes import Note
 from memvault.vault.service import ScopedVault
+from memvault.vault.validity import invalidate
 
 ROLES = ("user", "assistant", "system", "tool")
 READ_ROLES = ("user", "assistant")
@@ -40,6 +55,9 @@ MAX_MESSAGES = 200
 MAX_CONTENT_CHARS = 32_000
 MAX_FACTS = 100
 """A dialogue yielding more facts is refused before anything is written (send it in parts)."""
+
+DOWNGRADE_REASONS = ("uncorroborated", "not_related")
+"""Why an UPDATE or DELETE was stored as NEW instead (`DialogueDecision.reason`)."""
 
 GateAction = Literal["NEW", "UPDATE", "DELETE", "NONE", "REFUSED"]
 
@@ -166,6 +184,11 @@ class DialogueGate:
         ]
         decision, reason = self._decide(fact, shown)
         target = notes[decision.number - 1] if decision.number is not None else None
+        if target is not None and decision.action in ("UPDATE", "DELETE"):
+            downgrade = self._uncorroborated(fact, target)
+            if downgrade is not None:
+                count_gate_downgrade(downgrade)
+                decision, reason, target = FactDecision("NEW", None, fact), downgrade, None
         if decision.action == "NEW":
             if dry_run:
                 return DialogueDecision("NEW", index, None, reason)
@@ -178,8 +201,7 @@ class DialogueGate:
             return DialogueDecision("NONE", index, target.id, "not_writable")
         if dry_run:
             return DialogueDecision(decision.action, index, target.id, reason)
-        text = decision.text or fact
-        return self._apply(index, decision.action, target.id, text, reason)
+        return self._apply(index, decision.action, target.id, fact, reason)
 
     def _apply(
         self, index: int, action: GateAction, note_id: str | None, text: str, reason: str | None
@@ -189,9 +211,11 @@ class DialogueGate:
             if note_id is None:
                 note_id = self.view.add(text).id
             elif action == "UPDATE":
-                self.view.update(note_id, text=text)
+                newer = self.view.add(text).id
+                relate(self.view, newer, note_id, "UPDATE")
+                note_id = newer
             else:
-                self.view.delete(note_id)
+                invalidate(self.view, note_id)
         except PermissionDenied:
             return DialogueDecision("NONE", index, note_id, "not_writable")
         except NotFound:  # gone since the search (a concurrent delete)
@@ -215,8 +239,31 @@ class DialogueGate:
         )
         return screened.text
 
+    def _uncorroborated(self, fact: str, target: Note) -> str | None:
+        """Why an UPDATE or DELETE of `target` lacks corroboration (None: it has it)."""
+        parts = self.view.vault.parts
+        vectors = parts.embedder.embed_documents(self.view.scope, [fact, target.text])
+        a, b = (np.asarray(v, dtype=np.float64) for v in vectors)
+        norm = float(np.linalg.norm(a) * np.linalg.norm(b))
+        cosine = float(a @ b) / norm if norm else 0.0
+        if cosine < thresholds_for(parts.embedder.model_id).evolve_low:
+            return "uncorroborated"
+        shown = Candidate(number=1, text=target.text, similarity=cosine)
+        if self.fallback.evolve(fact, shown).action == "NEW" and not _negates(fact, target.text):
+            return "not_related"
+        return None
+
     def _writable(self, note: Note) -> bool:
         return self.view.scope.agent in note.writers or WILDCARD_READER in note.writers
+
+
+_NEGATIONS = frozenset({"not", "no", "never", "don't", "doesn't", "isn't", "won't", "stopped"})
+
+
+def _negates(fact: str, old: str) -> bool:
+    """A fact that negates most of an older note's words ("I no longer like green tea")."""
+    f, o = set(words(fact)), set(words(old))
+    return bool(f & _NEGATIONS) and len(f & o) * 2 >= len(o - _NEGATIONS)
 
 
 def _clean_facts(facts: object) -> list[str]:

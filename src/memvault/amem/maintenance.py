@@ -1,9 +1,9 @@
 """Daily consolidation and the quality scan, each on one scope's decrypted view.
 
-- `consolidate(amem, view)`: the caller's own notes (its storage scope: never the shared scope,
-  never another agent's), grouped by category, near-duplicates merged into the oldest; absorbed
-  notes are soft-deleted and their links move to the survivor. Knowledge and shared notes are
-  never merged. Running it again changes nothing.
+- `consolidate(amem, view)`: the caller's own current notes (its storage scope: never the
+  shared scope, never another agent's), grouped by category; each near-duplicate is related to
+  the group's oldest note (`duplicate_of`, `supersedes`, `expands`, `conflicts_with`). No text
+  moves and nothing is deleted. Running it again changes nothing.
 - `quality_scan(view)`: flags `too_short`, `expired_ephemeral` and `pending_conflict` notes as
   `low_quality`; `review(view)` renders the flagged ones as an Obsidian review batch.
 """
@@ -13,19 +13,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 
-from memvault.amem.attrs import append_history, set_flags, update_attrs
-from memvault.amem.consolidate import merged_text, plan_consolidation
+from memvault.amem.attrs import set_flags
+from memvault.amem.consolidate import plan_consolidation
+from memvault.amem.judge import Judge, JudgeRejected, JudgeUnavailable
 from memvault.amem.quality import QualityFlag, scan
+from memvault.amem.relating import changed_slot, relate, restates
 from memvault.amem.review import review_markdown
 from memvault.amem.thresholds import thresholds_for
-from memvault.amem.views import NoteView
+from memvault.amem.views import Candidate, NoteView
 from memvault.scope import SHARED_AGENT, Scope
-from memvault.vault.links import cascade_links
 from memvault.vault.notes import Note
 from memvault.vault.store.models import NoteRow
 
@@ -38,20 +38,20 @@ PAGE = 1000
 
 @dataclass(frozen=True, slots=True)
 class ConsolidationReport:
-    """What one consolidation did: groups merged and notes absorbed into their survivors."""
+    """What one consolidation did: groups of near-duplicates found and relations written."""
 
     scopes: int = 0
     groups: int = 0
-    absorbed: int = 0
-    moves: tuple[tuple[str, str], ...] = ()
-    """(absorbed note id, survivor id) for every note absorbed."""
+    related: int = 0
+    relations: tuple[tuple[str, str, str], ...] = ()
+    """(newer note id, kind, older note id) for every relation written."""
 
     def __add__(self, other: ConsolidationReport) -> ConsolidationReport:
         return ConsolidationReport(
             self.scopes + other.scopes,
             self.groups + other.groups,
-            self.absorbed + other.absorbed,
-            self.moves + other.moves,
+            self.related + other.related,
+            self.relations + other.relations,
         )
 
 
@@ -92,8 +92,11 @@ def as_views(view: ScopedVault, notes: Sequence[Note]) -> list[NoteView]:
 
 
 def consolidate(amem: Amem, view: ScopedVault) -> ConsolidationReport:
-    """Merge the caller's near-duplicate notes, category by category (idempotent)."""
-    notes = [n for n in own_notes(view) if n.agent == view.scope.agent]
+    """Relate the caller's near-duplicate notes, category by category (idempotent): each later
+    note of a group is related to the group's oldest note by the judge's decision
+    (`amem/relating.py`): a restatement, a new version, an expansion or a conflict. No note is
+    changed or deleted; a note gone meanwhile is skipped."""
+    notes = [n for n in own_notes(view) if n.agent == view.scope.agent and n.current]
     if len(notes) < 2:
         return ConsolidationReport(scopes=1)
     views = as_views(view, notes)
@@ -101,30 +104,29 @@ def consolidate(amem: Amem, view: ScopedVault) -> ConsolidationReport:
     threshold = thresholds_for(view.vault.parts.embedder.model_id).consolidate
     groups = plan_consolidation(views, threshold)
     judge = amem.judge_for(view.scope.tenant)
-    absorbed = 0
-    moves: list[tuple[str, str]] = []
+    written: list[tuple[str, str, str]] = []
     for group in groups:
-        survivor = by_id[group.survivor_id]
-        gone = [by_id[i] for i in group.absorbed_ids]
-        text = merged_text(survivor, gone, judge)
-        if text != survivor.text:
-            view.update(survivor.id, text=text)
-        entry = {
-            "at": time.time(),
-            "action": "CONSOLIDATE",
-            "absorbed": list(group.absorbed_ids),
-            "previous": survivor.text,
-        }
-        update_attrs(view, survivor.id, partial(append_history, entry=entry))
-        tenant = view.scope.tenant
-        with view.vault.parts.db.session(tenant) as sess:
-            for note in gone:
-                cascade_links(sess, tenant, note.id, survivor.id)
-        for note in gone:
-            view.absorb(note.id, survivor.id)
-            absorbed += 1
-            moves.append((note.id, survivor.id))
-    return ConsolidationReport(1, len(groups), absorbed, tuple(moves))
+        oldest = by_id[group.survivor_id]
+        for note_id in group.absorbed_ids:
+            action = _action(judge, by_id[note_id], oldest)
+            kind = relate(view, note_id, oldest.id, action) if action else None
+            if kind is not None:
+                written.append((note_id, kind, oldest.id))
+    return ConsolidationReport(1, len(groups), len(written), tuple(written))
+
+
+def _action(judge: Judge, newer: NoteView, older: NoteView) -> str | None:
+    """What consolidation records between two grouped notes (None: nothing)."""
+    if restates(newer.text, older.text):
+        return "DUPLICATE"
+    if changed_slot(newer.text, older.text):
+        return "SUPERSEDE"
+    candidate = Candidate(1, older.text, 1.0, older.context, older.tags)
+    try:
+        action = judge.evolve(newer.text, candidate).action
+    except (JudgeRejected, JudgeUnavailable):
+        return None
+    return action if action in ("EVOLVE", "EXPAND", "CONFLICT") else None
 
 
 def scopes_of(amem: Amem, tenant: str) -> list[Scope]:
@@ -171,10 +173,13 @@ def flagged(view: ScopedVault, now: float | None = None) -> Iterator[tuple[Note,
 
 
 def quality_scan(view: ScopedVault) -> list[QualityFlag]:
-    """Flag the caller's low-quality notes (`low_quality`); the flags found."""
-    found = [flag for _, flag in flagged(view)]
-    set_flags(view, [f.note_id for f in found], low_quality=1)
-    return found
+    """Flag the caller's low-quality notes (`low_quality`) among those it may write (a note it
+    may only read is reported, never marked); the flags found."""
+    agent = view.scope.agent
+    found = list(flagged(view))
+    writable = [f.note_id for n, f in found if agent in n.writers or "*" in n.writers]
+    set_flags(view, writable, low_quality=1)
+    return [flag for _, flag in found]
 
 
 def review(view: ScopedVault) -> str:

@@ -1,27 +1,29 @@
-"""A-MEM after a note is stored, on the caller's decrypted scoped view: same-day merge,
-evolution (EVOLVE / CONFLICT / EXPAND / NEW), link generation and neighbour evolution.
+"""A-MEM after a note is stored, on the caller's decrypted scoped view: a same-day
+restatement (`duplicate_of`), evolution (EVOLVE → `supersedes`, EXPAND → `expands`, CONFLICT →
+`conflicts_with`, NEW), link generation and neighbour evolution.
 
 Every candidate comes from one dense search with the caller's scope filter inside the store,
-so nothing here ever reads, links or changes a note of another scope. Only notes the caller may
-write are changed; a readable-only note (a shared note of another writer) is linked, never
-changed. Every text written back goes through the vault's own update, so it is screened again.
+so nothing here ever reads, links or changes a note of another scope. No text moves between
+notes: decisions become relations (`amem/relating.py`), typed only between notes every reader
+of either may read. A neighbour's context and tags evolve only under the same condition and
+when the caller may write it; the strings are screened first.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from memvault.amem.attrs import append_history, set_flags, update_attrs
-from memvault.amem.consolidate import merged_text
+from memvault.amem.attrs import set_flags, update_attrs
 from memvault.amem.judge import Judge
+from memvault.amem.relating import changed_slot, relate, restates
 from memvault.amem.thresholds import AmemThresholds
-from memvault.amem.views import Candidate, NoteView
+from memvault.amem.views import Candidate
 from memvault.scope import SHARED_AGENT
-from memvault.vault.links import cascade_links, put_link
+from memvault.vault.links import put_link
 from memvault.vault.notes import Note
+from memvault.vault.relations import may_relate
 from memvault.vault.sessions import enrichment_embed_text
 from memvault.vault.store.models import NoteRow
 from memvault.vault.store.scoping import parse_member_list
@@ -74,44 +76,44 @@ class AmemPipeline:
         self._parts = view.vault.parts
         self._judge = judge
         self._t = thresholds
+        self._note_row: NoteRow | None = None
 
     def run(self, note: Note) -> Outcome:
-        """Same-day merge, else evolution, then links and neighbour evolution."""
+        """Relate the new note to its nearest older note (restatement, new version, expansion
+        or conflict), then link it to the others the judge accepts and evolve up to 3
+        neighbours' context and tags. No text moves between notes (`amem/relating.py`)."""
         near = self._candidates(note)
-        agent = self._view.scope.agent
-        mine = note.visibility == "private" and note.note_type == "memory"
         same_day = [
             c
             for c in near
-            if mine
-            and c.similarity >= self._t.same_day
-            and c.writable_by(agent)
-            and not c.shared
-            and c.note.note_type == "memory"
+            if c.similarity >= self._t.same_day
             and int(c.note.created_at // DAY) == int(note.created_at // DAY)
+            and restates(note.text, c.note.text)
         ]
-        if same_day:  # a same-day duplicate merges, unless the judge sees a contradiction
+        if same_day:  # a restatement: shown through its canonical note, kept whole
             target = same_day[0]
-            decision = self._judge.evolve(note.text, target.candidate(1))
-            if decision.action != "CONFLICT":  # the survivor keeps what the duplicate adds
-                text = merged_text(_view(target.note), [_view(note)], self._judge)
-                self._absorb(note, target, "MERGE", text)
-                return Outcome("MERGE", target.note.id)
-            set_flags(self._view, [note.id, target.note.id], conflict=1)
-            return Outcome("CONFLICT", target.note.id, self._link(note, near))
-        judged = [c for c in near if c.similarity >= self._t.evolve_low and c.writable_by(agent)]
+            kind = relate(self._view, note.id, target.note.id, "DUPLICATE")
+            return Outcome("MERGE" if kind == "duplicate_of" else "NEW", target.note.id)
+        judged = [c for c in near if c.similarity >= self._t.evolve_low]
         if judged:
             target = judged[0]
-            decision = self._judge.evolve(note.text, target.candidate(1))
-            if decision.action in ("EVOLVE", "EXPAND") and decision.merged_text:
-                self._absorb(note, target, decision.action, decision.merged_text)
-                return Outcome(decision.action, target.note.id)
-            if decision.action == "CONFLICT":
-                set_flags(self._view, [note.id, target.note.id], conflict=1)
-                links = self._link(note, near)
-                return Outcome("CONFLICT", target.note.id, links)
+            action = self._decide(note, target)
+            if action in ("EVOLVE", "EXPAND", "CONFLICT"):
+                kind = relate(self._view, note.id, target.note.id, action)
+                if action == "CONFLICT" and kind == "conflicts_with":
+                    set_flags(self._view, [note.id, target.note.id], conflict=1)
+                rest = [c for c in near if c is not target]
+                return Outcome(action, target.note.id, self._link(note, rest))
         links = self._link(note, near)
         return Outcome("NEW", None, links)
+
+    def _decide(self, note: Note, target: Near) -> str:
+        """The judge's evolution action for `note` against `target`; a changed value of the
+        same slot is a new version whatever the judge says, unless it says NEW."""
+        decision = self._judge.evolve(note.text, target.candidate(1))
+        if decision.action != "NEW" and changed_slot(note.text, target.note.text):
+            return "EVOLVE"
+        return decision.action
 
     # -- steps ----------------------------------------------------------------------------------
 
@@ -138,28 +140,10 @@ class AmemPipeline:
             if h.id in rows and h.id < note.id
         ]
 
-    def _absorb(self, note: Note, target: Near, action: str, text: str | None) -> None:
-        """Fold `note` into `target`: update its text (re-screened), append its history, then
-        soft-delete `note` and move its links to `target`."""
-        previous = target.note.text
-        if text is not None and text != previous:
-            self._view.update(target.note.id, text=text)
-        update_attrs(
-            self._view,
-            target.note.id,
-            lambda attrs: append_history(
-                attrs,
-                {
-                    "at": time.time(),
-                    "action": action,
-                    "absorbed": note.id,
-                    "previous": previous,
-                },
-            ),
-        )
-        with self._parts.db.session(self._view.scope.tenant) as sess:
-            cascade_links(sess, self._view.scope.tenant, note.id, target.note.id)
-        self._view.absorb(note.id, target.note.id)
+    def _row(self, note: Note) -> NoteRow:
+        if self._note_row is None or self._note_row.id != note.id:
+            self._note_row = self._view.readable_row(note.id)
+        return self._note_row
 
     def _link(self, note: Note, near: Sequence[Near]) -> int:
         """Ask the judge which candidates above the link threshold to link; link both ways
@@ -186,8 +170,8 @@ class AmemPipeline:
     def _evolve_neighbours(self, note: Note, neighbours: Sequence[Near]) -> None:
         agent = self._view.scope.agent
         for n in neighbours:
-            if not n.writable_by(agent):
-                continue  # linked, never changed
+            if not n.writable_by(agent) or not may_relate(n.row, self._row(note)):
+                continue  # linked, never changed: its readers may not read the new note
             update = self._judge.evolve_neighbour(note.text, n.candidate(1))
             if update is None:
                 continue
@@ -201,7 +185,3 @@ class AmemPipeline:
                 return attrs
 
             update_attrs(self._view, n.note.id, change, screen=True)
-
-
-def _view(note: Note) -> NoteView:
-    return NoteView(id=note.id, text=note.text, created_at=note.created_at)

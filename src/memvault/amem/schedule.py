@@ -99,10 +99,10 @@ class ConsolidationScheduler:
             ran += 1
             self.runs += 1
             log.info(
-                "daily consolidation: %d scopes, %d groups, %d notes absorbed",
+                "daily consolidation: %d scopes, %d groups, %d relations",
                 report.scopes,
                 report.groups,
-                report.absorbed,
+                report.related,
             )
         return ran
 

@@ -18,7 +18,6 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memvault.errors import (
-    Absorbed,
     AuthenticationError,
     Conflict,
     DecryptionError,
@@ -166,8 +165,6 @@ def install_error_handlers(app: FastAPI) -> None:
             log.log(level, "%s (%s) correlation_id=%s", exc.code, type(exc).__name__, cid)
             body = error_body(exc.code, f"{exc.code} (correlation id {cid})")
             return JSONResponse(body, status, headers={"X-Correlation-ID": cid})
-        if isinstance(exc, Absorbed):  # where the memory's text went (GET it there)
-            headers = {"Location": f"/v1/memories/{exc.survivor_id}"}
         return JSONResponse(error_body(exc.code, exc.message), status, headers=headers)
 
     @app.exception_handler(RequestValidationError)

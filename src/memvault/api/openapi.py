@@ -36,8 +36,7 @@ ERROR_DESCRIPTIONS: dict[int, str] = {
     401: "`unauthorized`: a missing, malformed, unknown or revoked API key.",
     403: "`forbidden` (the key's role may not call this endpoint) or `permission_denied` (the "
     "caller may read the memory but is not one of its writers).",
-    404: "`not_found`: unknown id, or outside the caller's readable scopes (never 403); "
-    "`absorbed` (`GET` of a note merged into another the caller may read: `Location` names it).",
+    404: "`not_found`: unknown id, or outside the caller's readable scopes (never 403).",
     409: "`conflict` (the resource exists), `scope_erasing` (the scope is being erased), "
     "`idempotency_key_reused` or `idempotency_key_in_progress`.",
     413: f"`body_too_large`: the request body exceeds {MAX_BODY_BYTES} bytes.",

@@ -42,8 +42,11 @@ class DialogueOut(BaseModel):
 
 
 class ConsolidationOut(BaseModel):
-    groups: int = Field(description="Groups of near-duplicates merged into their oldest note.")
-    absorbed: int = Field(description="Notes folded into a survivor (soft-deleted).")
+    groups: int = Field(description="Groups of near-duplicates found.")
+    related: int = Field(
+        description="Relations written between a group's later notes and its oldest one "
+        "(`duplicate_of`, `supersedes`, `expands`, `conflicts_with`); no note is changed."
+    )
 
 
 class QualityFlagOut(BaseModel):
@@ -68,7 +71,7 @@ def dialogue(
 ) -> DialogueOut:
     """Extract facts from the user and assistant turns and decide, for each, NEW / UPDATE /
     DELETE / NONE against the caller's notes (tool and system output is never stored)."""
-    from memvault.amem.dialogue import DialogueGate
+    from memvault.amem.dialogue import DOWNGRADE_REASONS, DialogueGate
 
     amem = _amem(services)
     gate = DialogueGate(vault, amem.judge_for(vault.scope.tenant))
@@ -80,6 +83,7 @@ def dialogue(
         subject={"user_id": vault.scope.user, "agent_id": vault.scope.agent},
         facts=len(decisions),
         dry_run=int(body.dry_run),
+        downgraded=sum(d.reason in DOWNGRADE_REASONS for d in decisions),
     )
     return DialogueOut(
         decisions=[
@@ -106,9 +110,9 @@ def consolidate_scope(
         "notes.consolidated",
         subject={"user_id": vault.scope.user, "agent_id": vault.scope.agent},
         groups=report.groups,
-        absorbed=report.absorbed,
+        related=report.related,
     )
-    return ConsolidationOut(groups=report.groups, absorbed=report.absorbed)
+    return ConsolidationOut(groups=report.groups, related=report.related)
 
 
 @router.post("/v1/quality/scan", dependencies=[Depends(only_query_params())])

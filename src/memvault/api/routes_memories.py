@@ -8,7 +8,14 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel, Field
 
-from memvault.api.deps import AgentDep, ScopedVaultDep, ServicesDep, only_query_params
+from memvault.api.deps import (
+    AdminDep,
+    AgentDep,
+    ScopedVaultDep,
+    ServicesDep,
+    only_query_params,
+    tenant_of,
+)
 from memvault.api.lanes import in_read_lane, in_write_pool
 from memvault.api.schemas import (
     AddMemory,
@@ -72,7 +79,13 @@ def search_memories(
 ) -> SearchResponse:
     """Search the caller's readable memories (its own, plus the shared ones of its user)."""
     hits = vault.search(
-        body.query, limit=body.limit, topics=body.topics, mode=body.mode, fusion=body.fusion
+        body.query,
+        limit=body.limit,
+        topics=body.topics,
+        mode=body.mode,
+        fusion=body.fusion,
+        as_of=body.as_of,
+        include_history=body.include_history,
     )
     _audit(services, caller, "note.searched", None, results=len(hits), limit=body.limit)
     now = time.time()
@@ -132,6 +145,32 @@ def delete_memory(
     return Response(status_code=204)
 
 
+class RestoreOut(BaseModel):
+    id: str
+    invalidation: int = Field(description="1 when an invalidation was cleared.")
+    superseded: int = Field(description="`supersedes` relations to the note removed.")
+
+
+@router.post("/{note_id}/restore", dependencies=[Depends(only_query_params())])
+def restore_memory(note_id: str, admin: AdminDep, services: ServicesDep) -> RestoreOut:
+    """A tenant admin makes a note current again: reverses the dialogue gate's DELETE (an
+    invalidation) and UPDATE (a newer note superseding it). The note's text never changed;
+    possible until retention removes the note."""
+    from memvault.vault.validity import restore
+
+    tenant = tenant_of(admin)
+    undone = restore(services.vault, tenant, note_id)
+    services.audit.record(
+        tenant,
+        admin.key_id,
+        "note.restored",
+        note_id=note_id,
+        invalidation=undone["invalidation"],
+        superseded=undone["superseded"],
+    )
+    return RestoreOut(id=note_id, **undone)
+
+
 @router.post("/{note_id}/links", status_code=204, dependencies=[Depends(only_query_params())])
 def link_memories(
     note_id: str,
@@ -148,9 +187,18 @@ def link_memories(
 
 class LinkOut(BaseModel):
     id: str = Field(description="The linked note (readable by the caller).")
-    kind: Literal["link", "sequence"] = Field(
+    kind: Literal[
+        "link",
+        "sequence",
+        "supersedes",
+        "duplicate_of",
+        "expands",
+        "conflicts_with",
+        "derived_from",
+    ] = Field(
         description="`link`: made by A-MEM or a client; `sequence`: its session predecessor "
-        "or successor."
+        "or successor; a typed A-MEM relation otherwise (docs/amem.md, 'Relations and "
+        "validity'), read from the note that was written later."
     )
     strength: float | None = None
 

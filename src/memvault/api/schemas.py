@@ -174,6 +174,16 @@ class SearchMemories(Strict):
         description="How hybrid modes fuse dense and BM25: by normalised scores (the default) "
         "or by reciprocal rank (RRF, for comparison).",
     )
+    as_of: str | None = Field(
+        default=None,
+        max_length=40,
+        description="RFC 3339 time (with an offset): return what was valid then (a note valid "
+        "from its `occurred_at` until a newer version's). Default: what is current now.",
+    )
+    include_history: bool = Field(
+        default=False,
+        description="Also return superseded and invalidated notes (each with its `valid_to`).",
+    )
 
 
 class LinkMemories(Strict):
@@ -215,12 +225,31 @@ def iso(ts: float) -> str:
 
 class EvolutionOut(BaseModel):
     action: Literal["NEW", "EVOLVE", "CONFLICT", "EXPAND", "MERGE", "PENDING"] = Field(
-        description="NEW: kept as is; EVOLVE/EXPAND: folded into `target_id` (updated) and this "
-        "note absorbed; MERGE: a same-day duplicate of `target_id`, absorbed; CONFLICT: both "
-        "kept and flagged; PENDING: the LLM judge decides in the background."
+        description="What A-MEM related the new note to (`target_id`); both notes keep their "
+        "text. NEW: nothing; EVOLVE: a newer version (`supersedes` when both have the same "
+        "readers, else a link); EXPAND: `expands`; MERGE: a same-day restatement "
+        "(`duplicate_of`: searches show `target_id`); CONFLICT: `conflicts_with`, both flagged; "
+        "PENDING: the LLM judge decides in the background."
     )
     target_id: str | None = None
     links: int = 0
+
+
+RELATIONS_DOC = (
+    "The note's relations, compact: each kind as seen from this note (`superseded_by`, "
+    "`supersedes`, `duplicate_of`, `duplicates`, `expands`, `expanded_by`, `conflicts_with`, "
+    "`derived_from`, `sources_of`) with the other notes' ids; only notes the caller may read."
+)
+
+
+def validity(note: Note) -> dict[str, Any]:
+    """`valid_from` (the event time), `valid_to` (null while current) and `relations`."""
+    start = note.occurred_at if note.occurred_at is not None else note.created_at
+    return {
+        "valid_from": iso(start),
+        "valid_to": iso(note.valid_to) if note.valid_to is not None else None,
+        "relations": {k: list(v) for k, v in note.relations.items()},
+    }
 
 
 class NoteOut(BaseModel):
@@ -249,6 +278,15 @@ class NoteOut(BaseModel):
     evolution: EvolutionOut | None = Field(
         default=None, description="On an add: what A-MEM did with the new note."
     )
+    valid_from: str | None = Field(
+        default=None, description="When the fact became true: `occurred_at`, else `created_at`."
+    )
+    valid_to: str | None = Field(
+        default=None,
+        description="When it stopped being current (a newer version's `valid_from`, or its "
+        "invalidation); null while current.",
+    )
+    relations: dict[str, list[str]] = Field(default_factory=dict, description=RELATIONS_DOC)
 
     @classmethod
     def of(cls, note: Note) -> NoteOut:
@@ -274,6 +312,7 @@ class NoteOut(BaseModel):
             category=note.category,
             enrichment=note.enrichment,  # type: ignore[arg-type]
             evolution=EvolutionOut(**note.evolution) if note.evolution else None,
+            **validity(note),
         )
 
 
@@ -300,6 +339,9 @@ class SearchResult(BaseModel):
     scope: str
     session_id: str | None = None
     occurred_at: str | None = None
+    valid_from: str | None = None
+    valid_to: str | None = None
+    relations: dict[str, list[str]] = Field(default_factory=dict, description=RELATIONS_DOC)
 
     @classmethod
     def of(cls, hit: SearchHit, now: float) -> SearchResult:
@@ -320,6 +362,7 @@ class SearchResult(BaseModel):
             scope=note.visibility,
             session_id=note.session_id,
             occurred_at=iso(note.occurred_at if note.occurred_at is not None else note.created_at),
+            **validity(note),
         )
 
 

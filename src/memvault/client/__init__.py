@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from memvault.client.aio import AsyncClient
 from memvault.client.errors import (
-    AbsorbedError,
     ApiError,
     AuthenticationError,
     BodyTooLargeError,
@@ -65,7 +64,6 @@ from memvault.client.sync import Client
 
 __all__ = [
     "MEMORY_NOTICE",
-    "AbsorbedError",
     "ApiError",
     "AsyncClient",
     "AuditExport",

@@ -114,17 +114,6 @@ class NotFoundError(ApiError):
     code = server_errors.NotFound.code
 
 
-class AbsorbedError(NotFoundError):
-    """404 `absorbed`: A-MEM merged the note into another the caller may read; `survivor_id`
-    names it (from the response's `Location`), so `get(error.survivor_id)` reads its text."""
-
-    code = server_errors.Absorbed.code
-
-    def __init__(self, message: str = "", *, code: str | None = None, status: int = 0) -> None:
-        self.survivor_id: str | None = None
-        super().__init__(message, code=code, status=status)
-
-
 class ConflictError(ApiError):
     """409 `conflict`: the resource exists (a tenant id)."""
 
@@ -228,7 +217,6 @@ EXCEPTION_BY_CODE: dict[str, type[ApiError]] = {
         ForbiddenError,
         PermissionDeniedError,
         NotFoundError,
-        AbsorbedError,
         ConflictError,
         ScopeErasingError,
         ScopeBusyError,
@@ -282,7 +270,4 @@ def error_from_response(status: int, body: Any, headers: dict[str, str] | None =
     error = cls(message or f"HTTP {status}", code=code or cls.code, status=status)
     if isinstance(error, ServerError) and headers is not None:
         error.correlation_id = headers.get("x-correlation-id")
-    if isinstance(error, AbsorbedError) and headers is not None:
-        location = headers.get("location") or ""
-        error.survivor_id = location.rsplit("/", 1)[-1] or None
     return error

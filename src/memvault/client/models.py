@@ -60,11 +60,11 @@ class DialogueResult(BaseModel):
 
 
 class Consolidation(BaseModel):
-    """What `POST /v1/consolidate` did: groups of near-duplicates merged into their oldest note,
-    and notes absorbed (soft-deleted) into those survivors."""
+    """What `POST /v1/consolidate` did: groups of near-duplicates found, and relations written
+    between their later notes and the oldest (no note is changed)."""
 
     groups: int = 0
-    absorbed: int = 0
+    related: int = 0
 
 
 class QualityFlag(BaseModel):

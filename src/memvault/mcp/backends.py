@@ -74,7 +74,7 @@ class MemoryBackend(Protocol):
         """Soft-delete (or purge) a memory the scope may write."""
 
     def consolidate(self) -> tuple[int, int]:
-        """A-MEM consolidation of the scope's own notes: (groups, absorbed); `AmemOff`."""
+        """A-MEM consolidation of the scope's own notes: (groups, relations); `AmemOff`."""
 
     def quality_scan(self) -> builtins.list[tuple[str, builtins.list[str]]]:
         """A-MEM quality scan: (note id, reasons) per flagged note; `AmemOff`."""
@@ -236,9 +236,9 @@ class EmbeddedBackend:
             "notes.consolidated",
             subject={"user_id": scope.user, "agent_id": scope.agent},
             groups=report.groups,
-            absorbed=report.absorbed,
+            related=report.related,
         )
-        return report.groups, report.absorbed
+        return report.groups, report.related
 
     def quality_scan(self) -> builtins.list[tuple[str, builtins.list[str]]]:
         from memvault.amem.maintenance import quality_scan
@@ -342,7 +342,7 @@ class RemoteBackend:
 
     def consolidate(self) -> tuple[int, int]:
         done = self._amem_call(self._client.consolidate)
-        return int(done.groups), int(done.absorbed)
+        return int(done.groups), int(done.related)
 
     def quality_scan(self) -> builtins.list[tuple[str, builtins.list[str]]]:
         flagged = self._amem_call(self._client.quality_scan)

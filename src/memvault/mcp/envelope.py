@@ -105,10 +105,10 @@ class MaintenanceResult(BaseModel):
 
 
 class ConsolidateResult(MaintenanceResult):
-    """`memory_consolidate`: near-duplicates of this agent's notes merged into the oldest."""
+    """`memory_consolidate`: near-duplicates of this agent's notes related to the oldest."""
 
-    groups: int = Field(default=0, description="Groups of near-duplicates merged.")
-    absorbed: int = Field(default=0, description="Notes folded into a survivor (soft-deleted).")
+    groups: int = Field(default=0, description="Groups of near-duplicates found.")
+    related: int = Field(default=0, description="Relations written (no note is changed).")
 
 
 class QualityFlagOut(BaseModel):

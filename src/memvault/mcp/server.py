@@ -207,23 +207,24 @@ def build_server(backend: MemoryBackend) -> MCPServer[object]:
 
     @server.tool(
         name="memory_consolidate",
-        annotations=ToolAnnotations(destructive_hint=True, open_world_hint=False),
+        annotations=ToolAnnotations(destructive_hint=False, open_world_hint=False),
         structured_output=True,
     )
     def memory_consolidate() -> ConsolidateResult:
-        """A-MEM consolidation: merge this agent's near-duplicate notes into the oldest of each
-        group (absorbed notes are soft-deleted; running it again changes nothing). Returns
-        counts only; `unavailable` when A-MEM is off on this server."""
+        """A-MEM consolidation: relate this agent's near-duplicate notes to the oldest of each
+        group (a restatement, a newer version, an expansion or a conflict; no note is changed
+        or deleted, and running it again changes nothing). Returns counts only; `unavailable`
+        when A-MEM is off on this server."""
         try:
-            groups, absorbed = _run("memory_consolidate", backend.consolidate)
+            groups, related = _run("memory_consolidate", backend.consolidate)
         except AmemOff:
             return consolidate_unavailable()
         return ConsolidateResult(
             status="done",
             tool="memory_consolidate",
             groups=groups,
-            absorbed=absorbed,
-            message=f"Merged {groups} groups of near-duplicates; {absorbed} notes absorbed.",
+            related=related,
+            message=f"Found {groups} groups of near-duplicates; wrote {related} relations.",
         )
 
     @server.tool(

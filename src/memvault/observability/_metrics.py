@@ -86,6 +86,13 @@ JUDGE_FALLBACKS = Counter(
     registry=REGISTRY,
 )
 
+GATE_DOWNGRADES = Counter(
+    "memvault_amem_gate_downgrades",
+    "Dialogue-gate UPDATE or DELETE decisions stored as NEW for want of corroboration, by reason",
+    ["reason"],
+    registry=REGISTRY,
+)
+
 RECONCILER_REPAIRS = Counter(
     "memvault_reconciler_repairs",
     "Repairs made by the reconciler, by kind",
@@ -138,6 +145,12 @@ def count_refusal(detector: str) -> None:
 def count_judge_fallback(judge: str, reason: str) -> None:
     """Count a judge call that fell back to the heuristic (`reason`: timeout, error, invalid)."""
     JUDGE_FALLBACKS.labels(label_name(judge), label_name(reason)).inc()
+
+
+def count_gate_downgrade(reason: str) -> None:
+    """Count a dialogue-gate UPDATE or DELETE downgraded to NEW (`uncorroborated`: the pair's
+    similarity is under the model's threshold; `not_related`: the offline judge calls it NEW)."""
+    GATE_DOWNGRADES.labels(label_name(reason)).inc()
 
 
 def count_amem_jobs(event: str, n: int = 1) -> None:

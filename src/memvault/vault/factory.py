@@ -76,7 +76,11 @@ class Services:
             self.maintenance = Maintenance(self.reconciler, startup_grace=startup_grace)
             for sweeper in self.sweepers:
                 self.maintenance.add_sweeper(sweeper)
-        return self.maintenance.start()
+        report = self.maintenance.start()
+        from memvault.vault.upgrades import restore_absorbed
+
+        restore_absorbed(self.vault, self.tenants.all())
+        return report
 
     def close(self) -> None:
         if self.closed:

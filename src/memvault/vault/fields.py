@@ -127,7 +127,7 @@ def check_session_id(session_id: object) -> str | None:
     return validate_id(session_id, "session_id")
 
 
-def check_occurred_at(value: object) -> float | None:
+def check_occurred_at(value: object, field: str = "occurred_at") -> float | None:
     """An event time: an RFC 3339 string with an offset, or epoch seconds; None when absent.
 
     Returned as epoch seconds (UTC) within years 1900-9999.
@@ -136,7 +136,7 @@ def check_occurred_at(value: object) -> float | None:
         return None
     if isinstance(value, str):
         if len(value) > 40 or not _RFC3339.fullmatch(value):
-            raise InvalidRequest("occurred_at must be an RFC 3339 time with an offset")
+            raise InvalidRequest(f"{field} must be an RFC 3339 time with an offset")
         digits = value.upper().replace("Z", "+00:00").replace(" ", "T")
         head, _, tail = digits.partition(".")
         if tail:  # Python's fromisoformat takes at most 6 fraction digits
@@ -145,11 +145,11 @@ def check_occurred_at(value: object) -> float | None:
         try:
             epoch = datetime.fromisoformat(digits).timestamp()
         except ValueError:
-            raise InvalidRequest("occurred_at must be an RFC 3339 time with an offset") from None
+            raise InvalidRequest(f"{field} must be an RFC 3339 time with an offset") from None
     elif isinstance(value, int | float) and not isinstance(value, bool):
         epoch = float(value)
     else:
-        raise InvalidRequest("occurred_at must be an RFC 3339 time or epoch seconds")
+        raise InvalidRequest(f"{field} must be an RFC 3339 time or epoch seconds")
     if not math.isfinite(epoch) or not MIN_OCCURRED_AT <= epoch <= MAX_OCCURRED_AT:
-        raise InvalidRequest("occurred_at must be between years 1900 and 9999")
+        raise InvalidRequest(f"{field} must be between years 1900 and 9999")
     return epoch

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -45,6 +46,18 @@ class Note:
     """What A-MEM did as this note was written: `{action, target_id, links}` (add only)."""
     history: int = 0
     """How many evolution steps the note has been through (the history itself stays sealed)."""
+    valid_to: float | None = None
+    """When the note stopped being current: its successor's `valid_from`, or the time it was
+    invalidated (None: current). Its `valid_from` is `occurred_at`."""
+    relations: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Typed relations the reader may see, compact: `superseded_by`, `supersedes`,
+    `duplicate_of`, `duplicates`, `expands`, `expanded_by`, `conflicts_with`,
+    `derived_from` (each a tuple of note ids; only the kinds the note has)."""
+
+    @property
+    def current(self) -> bool:
+        """Whether the note is current (not superseded, not invalidated)."""
+        return self.valid_to is None
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from memvault.vault.index.base import Hit, PointFilter
 from memvault.vault.links import linked_ids
 from memvault.vault.notes import SearchHit
 from memvault.vault.ranking import FUSION_METHODS, Fusion, search_fused
+from memvault.vault.relations import Timeline, apply_timeline
 from memvault.vault.store.models import NoteRow
 from memvault.vault.store.records import NoteRecord
 from memvault.vault.text import SparseEncoder, heat_boost
@@ -80,6 +81,8 @@ class HybridRetriever:
     def __init__(self, view: ScopedVault) -> None:
         self._view = view
         self._parts = view.vault.parts
+        self._as_of: float | None = None
+        self._history = False
 
     def search(
         self,
@@ -88,9 +91,15 @@ class HybridRetriever:
         topics: Sequence[str] | None,
         mode: str,
         fusion_method: str | None = None,
+        *,
+        as_of: float | None = None,
+        include_history: bool = False,
     ) -> list[SearchHit]:
+        """Search; by default only current notes (`memvault.vault.relations`): `as_of`, what
+        was valid then; `include_history`, superseded and invalidated notes too."""
         if mode not in SEARCH_MODES:
             raise InvalidRequest(f"mode must be one of {', '.join(SEARCH_MODES)}")
+        self._as_of, self._history = as_of, include_history
         with SEARCHES.entered() as running:
             return self._search(query, limit, topics, mode, fusion_method, alone=running == 1)
 
@@ -147,11 +156,14 @@ class HybridRetriever:
                 ranges,
                 meanwhile=ahead.read if ahead else None,
             )
-        hits = follow_aliases(hits)
+        self._view.check_hits(hits)
+        timeline = Timeline.load(self._view, [h.id for h in hits])
+        hits = timeline.resolve(hits, self._as_of, self._history)
         if mode == "full":
             results = self._full(hits, limit, dense.get() if dense else [], where, ahead)
         else:
             results = self._view.hydrate(hits)
+        results = apply_timeline(self._view, results, timeline, self._as_of, self._history)
         self._parts.retrievals.record(scope.tenant, [r.note.id for r in results])
         return results[: limit + GRAPH_MAX_EXTRA]
 
@@ -288,7 +300,7 @@ class _RowsAhead:
 
     def read(self, sparse_hits: Sequence[Hit]) -> None:
         """Read the records of the BM25 candidates (after their exit check)."""
-        hits = follow_aliases(sparse_hits)
+        hits = sparse_hits
         self._view.check_hits(hits)
         ids = [h.id for h in hits]
         self._found = self._view.live_records(ids, with_links=True)
@@ -315,22 +327,6 @@ class _QueryVector:
         if self._vector is None:
             self._vector = self._pending().tolist()
         return self._vector
-
-
-def follow_aliases(hits: Sequence[Hit]) -> list[Hit]:
-    """Hits with every absorbed note's point replaced by its survivor (`alias_of` in the
-    payload, set when A-MEM folds a note into another of its scope), each note once, at its
-    best rank. The survivor's row is then read and scope-checked like any hit's."""
-    out: list[Hit] = []
-    seen: set[str] = set()
-    for hit in hits:
-        alias = hit.payload.get("alias_of")
-        target = alias if isinstance(alias, str) and alias else hit.id
-        if target in seen:
-            continue
-        seen.add(target)
-        out.append(hit if target == hit.id else Hit(target, hit.score, hit.payload))
-    return out
 
 
 def query_ranges(query: str, now: float) -> list[tuple[float, float]]:

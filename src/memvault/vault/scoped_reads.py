@@ -16,7 +16,7 @@ from sqlalchemy import ColumnElement, CompoundSelect, Select, bindparam, false
 
 from memvault.errors import NotFound, PermissionDenied, ScopeViolation
 from memvault.scope import WILDCARD_READER, Scope
-from memvault.vault.drafts import ACTIVE, agent_tag, namespace_for, topic_tag, user_tag
+from memvault.vault.drafts import ACTIVE, agent_tag, topic_tag, user_tag
 from memvault.vault.ids import canonical_uuid
 from memvault.vault.index.base import Hit, PointFilter
 from memvault.vault.links import note_has_links
@@ -125,22 +125,6 @@ class ScopedReads:
         if record is None:
             raise NotFound("no such memory")
         return self.note_of(record)
-
-    def survivor_of(self, note_id: str) -> str | None:
-        """The note a soft-deleted note of the caller's scopes was absorbed into (A-MEM), when
-        the caller may read it now; None for any other id. The link is the absorbed point's
-        `alias_of` (`NoteWriter._absorb`); only a 404 path pays for the lookup."""
-        try:
-            row = self.readable_row(note_id, include_inactive=True)
-        except NotFound:
-            return None
-        if row.is_active:
-            return None
-        points = self._parts.index.retrieve(namespace_for(row.tenant_id), [row.id])
-        alias = points[0].payload.get("alias_of") if points else None
-        if not isinstance(alias, str) or not alias:
-            return None
-        return alias if self.live_records([alias]) else None
 
     def note_of(self, row: NoteFields) -> Note:
         """Decrypt a row from `live_rows` or `live_records`, re-checking its scope at the exit."""

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
 
-from memvault.errors import Absorbed, InvalidRequest, NotFound
+from memvault.errors import InvalidRequest
 from memvault.keyring import Keyring
 from memvault.scope import Scope
 from memvault.vault.batcher import InFlight
@@ -40,6 +40,7 @@ from memvault.vault.fields import (
     MAX_OFFSET,
     MAX_QUERY_CHARS,
     MAX_SEARCH_LIMIT,
+    check_occurred_at,
     check_text,
     check_topics,
 )
@@ -49,6 +50,7 @@ from memvault.vault.hooks import NoteHooks
 from memvault.vault.index.base import IndexPoint, VectorIndex
 from memvault.vault.note_update import NoteUpdater
 from memvault.vault.notes import Note, SearchHit, Visibility
+from memvault.vault.relations import annotate_notes
 from memvault.vault.retrieval_log import RetrievalLog
 from memvault.vault.scoped_reads import ScopedReads
 from memvault.vault.screen_gate import ScreenGate
@@ -202,6 +204,7 @@ class Vault:
             category=attrs.get("category"),
             enrichment=row.enrichment,
             history=len(attrs.get("evolution_history", ())),
+            valid_to=row.invalidated_at,
         )
 
     def index_point(
@@ -346,12 +349,6 @@ class ScopedVault(ScopedReads):
         with self._guarded():
             self._writer().delete(note_id, purge=purge)
 
-    def absorb(self, note_id: str, survivor_id: str) -> None:
-        """Soft-delete a note folded into `survivor_id` (same storage scope, both writable);
-        a search matching the absorbed note's point returns the survivor instead."""
-        with self._guarded():
-            self._writer().delete(note_id, alias_of=survivor_id)
-
     def link(self, source_id: str, target_id: str) -> None:
         """Link two notes the caller can read and write (same tenant and user by construction)."""
         with self._guarded():
@@ -360,16 +357,10 @@ class ScopedVault(ScopedReads):
     # -- reads ------------------------------------------------------------------------------
 
     def get(self, note_id: str) -> Note:
-        """A readable, active note by id; NotFound for anything else (never 403), `Absorbed`
-        (a NotFound) for a note A-MEM merged into one the caller may read."""
+        """A readable, active note by id, with its validity and relations; NotFound for
+        anything else (never 403). A superseded note answers too: it keeps its own text."""
         with self._guarded():
-            try:
-                return self.live_note(note_id)
-            except NotFound:
-                survivor = self.survivor_of(note_id)
-                if survivor is None:
-                    raise
-                raise Absorbed(survivor) from None
+            return annotate_notes(self, [self.live_note(note_id)])[0]
 
     def list_notes(self, *, limit: int = 50, offset: int = 0) -> tuple[list[Note], int]:
         """Readable active notes, newest first, and their total count."""
@@ -389,7 +380,7 @@ class ScopedVault(ScopedReads):
                 select(func.count()).select_from(scoped_select(self.readable, *live).subquery())
             ).scalar_one()
             notes = [self._checked(self.vault.decrypt_row(r)) for r in rows]
-        return notes, int(total)
+        return annotate_notes(self, notes), int(total)
 
     def search(
         self,
@@ -399,12 +390,18 @@ class ScopedVault(ScopedReads):
         topics: Sequence[str] | None = None,
         mode: str = "full",
         fusion: str | None = None,
+        as_of: float | str | None = None,
+        include_history: bool = False,
     ) -> list[SearchHit]:
         """Search inside the caller's readable scopes.
 
         `mode`: `dense`, `sparse` (keyed BM25), `hybrid` (both, fused by scores and re-ranked)
         or `full` (hybrid, heat with time decay, and up to 8 gated notes from a 2-hop link walk).
         `fusion`: `score` (the model's default) or `rrf` (the store's reciprocal rank fusion).
+        By default only current notes are returned (a hit on an older version shows the version
+        that superseded it, a restatement its canonical note); `as_of` (RFC 3339 or epoch
+        seconds): what was valid then; `include_history`: superseded and invalidated notes too.
+        Every result carries its validity and relations.
         """
         from memvault.vault.retrieve import HybridRetriever
 
@@ -416,5 +413,16 @@ class ScopedVault(ScopedReads):
             or not (1 <= limit <= MAX_SEARCH_LIMIT)
         ):
             raise InvalidRequest(f"limit must be 1-{MAX_SEARCH_LIMIT}")
+        when = check_occurred_at(as_of, "as_of")
+        if not isinstance(include_history, bool):
+            raise InvalidRequest("include_history must be a boolean")
         with self._guarded():
-            return HybridRetriever(self).search(query, limit, clean_topics, mode, fusion)
+            return HybridRetriever(self).search(
+                query,
+                limit,
+                clean_topics,
+                mode,
+                fusion,
+                as_of=when,
+                include_history=include_history,
+            )

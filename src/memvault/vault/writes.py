@@ -34,7 +34,6 @@ from memvault.vault.drafts import (
     content_hash,
     staged_view,
     swap_in_next,
-    user_tag,
 )
 from memvault.vault.fields import (
     check_note_type,
@@ -48,7 +47,6 @@ from memvault.vault.fields import (
 )
 from memvault.vault.group_commit import StoreJob
 from memvault.vault.ids import canonical_uuid, uuid7
-from memvault.vault.index.base import PointFilter
 from memvault.vault.links import delete_links_of
 from memvault.vault.notes import Note
 from memvault.vault.session_index import NewNote, SessionIndexer
@@ -267,18 +265,11 @@ class NoteWriter:
 
     # -- delete and purge ----------------------------------------------------------------------
 
-    def delete(self, note_id: str, *, purge: bool = False, alias_of: str | None = None) -> None:
+    def delete(self, note_id: str, *, purge: bool = False) -> None:
         """Soft delete (hidden from search and reads), or purge the row and then the vector.
 
-        `alias_of` (A-MEM's absorption, soft delete only): the note was folded into that live
-        note of the same storage scope, so its point stays searchable as an alias: a search that
-        matches it returns the survivor (`retrieve.follow_aliases`), re-checked in SQL like any
-        hit. The note itself is never returned again, and the aliases that led to it now lead
-        to the survivor (a note absorbed earlier into this one stays findable: no alias chains).
-        """
-        if alias_of is not None and not purge:
-            self._absorb(note_id, alias_of)
-            return
+        A note that an older version superseded hands the older one back: it is current again
+        (its `supersedes` relation leads to a deleted note, which no reader sees)."""
         with self._vault.note_lock(note_id):
             row = self._view.writable_row(note_id, include_inactive=purge)
             if purge:
@@ -286,35 +277,6 @@ class NoteWriter:
                 return
             self._deactivate(row)
             self._parts.index.set_payload(self._view.namespace, [row.id], {"is_active": 0})
-            SessionIndexer(self._vault).refresh_successor(row, removed=True)
-
-    def _absorb(self, note_id: str, survivor_id: str) -> None:
-        """Soft-delete a note folded into `survivor_id`, its point and its aliases re-pointed.
-
-        The index is written first and the row last, so the row's commit is the step that
-        makes the absorption happen. A crash before it leaves the note live, with its aliases
-        (and perhaps its own point) already leading to the survivor, which holds its text: a
-        retried absorb (A-MEM's job runs again) finishes it. The other order left, after a
-        crash, a soft-deleted note whose point and aliases led nowhere (an alias chain), and a
-        retry could not repair it. Both notes' locks are held, so a note is never absorbed
-        into one that is being absorbed itself.
-        """
-        with self._vault.note_lock(note_id, survivor_id):
-            row = self._view.writable_row(note_id)
-            survivor = self._view.writable_row(survivor_id)
-            if survivor.id == row.id or self._vault.row_scope(survivor) != self._vault.row_scope(
-                row
-            ):
-                raise InvalidRequest("a note is absorbed only into another of its own scope")
-            alias = {"alias_of": survivor.id}
-            index, namespace = self._parts.index, self._view.namespace
-            tag = self._parts.keyring.index_key(row.tenant_id).tag  # as the point holds it
-            where = PointFilter(user_id=user_tag(tag, row.user_id), alias_of=row.id)
-            aliased = index.scroll_ids(namespace, where)
-            if aliased:
-                index.set_payload(namespace, aliased, alias)
-            index.set_payload(namespace, [row.id], alias)
-            self._deactivate(row)
             SessionIndexer(self._vault).refresh_successor(row, removed=True)
 
     def _deactivate(self, row: NoteRow) -> None:

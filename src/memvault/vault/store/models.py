@@ -71,6 +71,9 @@ class NoteRow(Base):
     index_version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     # A-MEM enrichment of the note: pending | done | failed (NULL: written without A-MEM).
     enrichment: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    # Validity: when the note stopped being current without a successor (the dialogue gate's
+    # DELETE, reversible by an admin's restore). Supersession is a `links` row instead.
+    invalidated_at: Mapped[float | None] = mapped_column(Float, nullable=True)
 
     __table_args__ = (
         Index("ix_notes_scope", "tenant_id", "user_id", "agent_id", "created_at"),
@@ -106,7 +109,11 @@ class NoteRow(Base):
 
 
 class LinkRow(Base):
-    """A directed link between two notes of one tenant and user."""
+    """A relation between two notes of one tenant and user: one row per pair.
+
+    `kind` is `link` or `sequence` (undirected), or a typed relation read from `src` to `dst`
+    (`vault/relations.py`): `supersedes` (src is the newer version of dst), `duplicate_of` (src
+    restates dst), `expands`, `conflicts_with` or `derived_from`."""
 
     __tablename__ = "links"
 

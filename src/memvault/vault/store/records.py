@@ -42,6 +42,7 @@ class NoteRecord(NamedTuple):
     attrs_ct: bytes
     occurred_at: float | None
     enrichment: str | None
+    invalidated_at: float | None
     has_links: bool
 
 

@@ -1,0 +1,112 @@
+"""How A-MEM records what it decided about two notes: a typed relation, never moved text.
+
+`relate(view, newer, older, action)` turns an evolution decision into a relation
+(`memvault.vault.relations`):
+
+| decision | relation written (newer → older) |
+|---|---|
+| a restatement (`restates`) | `duplicate_of` |
+| EVOLVE, UPDATE, or a changed value of the same slot (`changed_slot`) | `supersedes` |
+| EXPAND | `expands` |
+| CONFLICT the judge leaves open | `conflicts_with` |
+
+A relation that hides a note (`supersedes`, `duplicate_of`) or joins them by kind is written
+only between notes with the same storage scope, owner, visibility and readers, and only when
+the caller may write the older note (`may_relate`); otherwise a plain `link` joins them, so no
+reader's view of a note changes because of a note it cannot read. Both notes keep their text.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import TYPE_CHECKING
+
+from memvault.errors import NotFound, PermissionDenied
+from memvault.vault.links import put_link
+from memvault.vault.relations import (
+    CONFLICTS_WITH,
+    DUPLICATE_OF,
+    EXPANDS,
+    SUPERSEDES,
+    may_relate,
+    put_relation,
+)
+
+if TYPE_CHECKING:
+    from memvault.vault.service import ScopedVault
+
+KIND_OF_ACTION = {
+    "DUPLICATE": DUPLICATE_OF,
+    "EVOLVE": SUPERSEDES,
+    "UPDATE": SUPERSEDES,
+    "SUPERSEDE": SUPERSEDES,
+    "EXPAND": EXPANDS,
+    "CONFLICT": CONFLICTS_WITH,
+}
+
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+_SLOT = re.compile(
+    r"^(?P<subject>.+?)\s+(?P<verb>is now|are now|is|are|was|were|lives in|live in|lives at|"
+    r"works at|work at|works for|work for|works as|moved to|prefers|likes|loves|drives|owns)\s+"
+    r"(?P<value>.+?)[.!]?$",
+    re.IGNORECASE,
+)
+_SUBJECT_STOP = frozenset({"it", "this", "that", "there", "he", "she", "they", "which", "what"})
+
+
+def words(text: str) -> list[str]:
+    """The words of a text, NFKC-folded and case-folded."""
+    return _WORD.findall(unicodedata.normalize("NFKC", text).casefold().replace("’", "'"))
+
+
+def restates(new: str, old: str) -> bool:
+    """True when `new` says nothing `old` does not: every word of it is in `old`."""
+    new_words = set(words(new))
+    return bool(new_words) and new_words <= set(words(old))
+
+
+def changed_slot(new: str, old: str) -> bool:
+    """True when both texts give a value to the same slot ("Bob's favourite colour is ...",
+    "Alice lives in ...") and the values differ: the newer one replaces the older."""
+    a, b = _slot(new), _slot(old)
+    return a is not None and b is not None and a[0] == b[0] and a[1] != b[1]
+
+
+def _slot(text: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    sentence = text.strip()
+    if not sentence or len(sentence) > 200 or any(c in sentence[:-1] for c in ".!?;\n"):
+        return None
+    match = _SLOT.match(sentence)
+    if match is None:
+        return None
+    subject = tuple(words(match["subject"]))
+    verb = " ".join(words(match["verb"])).replace(" now", "")
+    value = tuple(words(match["value"]))
+    if not subject or not value or len(subject) > 6 or subject[0] in _SUBJECT_STOP:
+        return None
+    return (*subject, verb), value
+
+
+def relate(view: ScopedVault, newer_id: str, older_id: str, action: str) -> str | None:
+    """Record `action` (an evolution or dialogue decision) between two notes the caller reads.
+
+    Returns the kind written (`duplicate_of`, `supersedes`, `expands`, `conflicts_with`, or
+    `link` when the notes may not be related by kind), or None when nothing changed (the pair
+    was already related, or a note went meanwhile)."""
+    kind = KIND_OF_ACTION.get(action)
+    try:
+        newer = view.readable_row(newer_id)
+        older = view.readable_row(older_id)
+        typed = kind is not None and may_relate(newer, older)
+        if typed:
+            view.writable_row(older_id)
+    except NotFound:
+        return None
+    except PermissionDenied:
+        typed = False
+    tenant, user = view.scope.tenant, view.scope.user
+    with view.vault.parts.db.session(tenant) as sess:
+        if typed and kind is not None:
+            return kind if put_relation(sess, tenant, user, newer.id, older.id, kind) else None
+        return "link" if put_link(sess, tenant, user, newer.id, older.id, None) else None
