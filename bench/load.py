@@ -42,8 +42,6 @@ from typing import Any
 
 import httpx
 
-from memvault.client.errors import AbsorbedError, error_from_response
-
 OPERATOR_KEY = "mvop_bench-load-0123456789abcdef"
 MAX_REQUESTS_PER_CLIENT = 100_000
 WORDS = ("garden", "piano", "harbor", "ticket", "violet", "winter", "candle", "meadow", "orange")
@@ -59,22 +57,6 @@ def sentence(rng: random.Random) -> str:
     words = " ".join(rng.choice(WORDS) for _ in range(6))
     tag = "".join(rng.choice(string.ascii_lowercase) for _ in range(8))  # no digit runs (PII)
     return f"The {words} plan, item {tag}, is due next week"
-
-
-def kept_id(note: dict[str, Any]) -> str:
-    """The id under which an added note stays readable: A-MEM may fold a new note into another
-    one (EVOLVE, EXPAND, MERGE), and then the absorbed id answers 404 (docs/amem.md)."""
-    evolution = note.get("evolution") or {}
-    if evolution.get("action") in ("EVOLVE", "EXPAND", "MERGE") and evolution.get("target_id"):
-        return str(evolution["target_id"])
-    return str(note["id"])
-
-
-def absorbed_into(body: Any, location: str | None) -> str | None:
-    """The survivor a `404 absorbed` answer names (its `Location`), else None: read as the
-    SDK reads it (`error_from_response`)."""
-    error = error_from_response(404, body, {"location": location or ""})
-    return error.survivor_id if isinstance(error, AbsorbedError) else None
 
 
 def parse_mix(spec: str) -> dict[str, int]:
@@ -190,8 +172,6 @@ class Connection:
         self._auth = f"Bearer {key}"
         self._timeout = timeout
         self._conn: http.client.HTTPConnection | None = None
-        self.location: str | None = None
-        """The last response's `Location` header (a `404 absorbed` names the survivor there)."""
 
     def call(self, method: str, path: str, body: object = None) -> tuple[int, Any]:
         """(status, parsed JSON body or None)."""
@@ -209,7 +189,6 @@ class Connection:
         except (OSError, http.client.HTTPException):
             self.close()
             raise
-        self.location = response.getheader("location")
         if response.will_close:
             self.close()
         kind = response.getheader("content-type") or ""
@@ -245,14 +224,9 @@ class Written:
         self.texts: list[str] = []
         self.words: list[str] = []
 
-    def moved(self, note_id: str, survivor_id: str) -> None:
-        """Read `note_id` as `survivor_id` from now on: A-MEM merged it there later (a `GET`
-        answered `404 absorbed`), as a careful client follows the answer."""
-        self.ids = [survivor_id if i == note_id else i for i in self.ids]
-
     def add(self, body: dict[str, Any]) -> None:
-        """Record an added note's answer (under the id A-MEM kept, `kept_id`)."""
-        self.ids.append(kept_id(body))
+        """Record an added note's answer (A-MEM never moves a note's text: its id stays)."""
+        self.ids.append(str(body["id"]))
         self.texts.append(body["text"])
         for word in body["text"].split():
             at = bisect.bisect_left(self.words, word)
@@ -271,11 +245,8 @@ def client_loop(
     errors: Counter[str],
     lock: threading.Lock,
     distinct: bool = False,
-    followed: Counter[str] | None = None,
 ) -> None:
-    """One client: seed five notes, then run the mix until the window closes. `followed`
-    counts answers a client acts on that are not errors (a `404 absorbed`, followed)."""
-    followed = Counter() if followed is None else followed
+    """One client: seed five notes, then run the mix until the window closes."""
     rng = random.Random(seed)
     ops = [name for name, weight in mix.items() for _ in range(weight)]
     notes = Written()
@@ -313,12 +284,6 @@ def client_loop(
             elif op == "get":
                 note_id = rng.choice(notes.ids)
                 status, body = http.call("GET", f"/v1/memories/{note_id}")
-                survivor = absorbed_into(body, http.location) if status == 404 else None
-                if survivor is not None:
-                    notes.moved(note_id, survivor)
-                    status = 200  # answered: the text lives on in the note it names
-                    with lock:
-                        followed["get:absorbed"] += 1
             else:
                 status, _ = http.call("GET", "/v1/memories?limit=20")
         except (OSError, http.client.HTTPException) as exc:
@@ -359,7 +324,6 @@ def run(
             keys = setup_keys(server.base, clients)
             samples: dict[str, list[float]] = defaultdict(list)
             errors: Counter[str] = Counter()
-            followed: Counter[str] = Counter()
             lock = threading.Lock()
             clock: dict[str, float] = {}
             batches: dict[str, dict[str, tuple[float, float]]] = {}
@@ -376,7 +340,7 @@ def run(
                 threading.Thread(
                     target=client_loop,
                     args=(server.base, keys[i], i, mix, start, clock, samples, errors, lock),
-                    kwargs={"distinct": distinct, "followed": followed},
+                    kwargs={"distinct": distinct},
                     daemon=True,
                 )
                 for i in range(clients)
@@ -402,7 +366,6 @@ def run(
             "p99_ms": round(percentile(ordered, 0.99), 1),
         }
     report["errors"] = dict(errors)
-    report["followed"] = dict(followed)
     done = sum(len(v) for v in samples.values())
     report["total_per_s"] = round(done / wall, 1)
     # Server CPU per request: steadier than throughput on a shared machine, where other
@@ -478,8 +441,6 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"p99 {r['p99_ms']:7.1f} ms  (n={r['count']})"
         )
     print(f"  errors: {report['errors'] or 'none'}")
-    if report["followed"]:
-        print(f"  followed (not errors): {report['followed']}")
     if report["batching"]:
         print("  mean batch: " + ", ".join(f"{k} {v}" for k, v in report["batching"].items()))
 

@@ -2,11 +2,12 @@
 
 For each setting, every conversation is ingested into a fresh vault exactly as `bench.locomo`
 does (one user per conversation, turns with their session and date). With A-MEM, each add runs
-construction, same-day merge, evolution and linking with the offline HeuristicJudge, and every
-conversation is consolidated afterwards. A turn absorbed into another note counts as found when
-its survivor is found. Reported: R@10 overall and multi-hop in `full` mode (the 2-hop graph walk
-has links to walk only with A-MEM), notes stored / absorbed / linked, the ingest rate, and the
-p50 of single adds with and without A-MEM.
+construction, relating (restatements, newer versions, expansions, conflicts), evolution and
+linking with the offline HeuristicJudge, and every conversation is consolidated afterwards. A
+restatement counts as found when the canonical note that lists it (`duplicates`) is found; a
+superseded turn counts only when itself is shown. Reported: R@10 overall and multi-hop (the 2-hop
+graph walk has links to walk only with A-MEM), relations by kind, the ingest rate, and the p50
+of single adds with and without A-MEM.
 
 Run: `.venv/bin/python -m bench.locomo_amem [--limit-convs N]`. Writes
 `bench/out/locomo-amem.json`.
@@ -48,12 +49,13 @@ BATCH = 100
 SINGLE_ADDS = 200
 
 
-def _resolve(moved: dict[str, str], note_id: str) -> str:
-    seen = set()
-    while note_id in moved and note_id not in seen:
-        seen.add(note_id)
-        note_id = moved[note_id]
-    return note_id
+def shown_ids(hits: Any) -> list[str]:
+    """Each result's id, then the restatements it lists (`duplicates`), in rank order."""
+    out: list[str] = []
+    for hit in hits:
+        out.append(hit.note.id)
+        out.extend(hit.note.relations.get("duplicates", ()))
+    return out
 
 
 def run(embedder: MemoEmbedder, convs: list[Any], amem_on: bool, mode: str) -> dict[str, Any]:
@@ -67,7 +69,6 @@ def run(embedder: MemoEmbedder, convs: list[Any], amem_on: bool, mode: str) -> d
 
             amem = install(services, worker=False, scheduler=False)
         try:
-            moved: dict[str, str] = {}
             vaults = []
             started = time.perf_counter()
             turns = 0
@@ -78,11 +79,6 @@ def run(embedder: MemoEmbedder, convs: list[Any], amem_on: bool, mode: str) -> d
                 for start in range(0, len(drafts), BATCH):
                     for note in vault.add_many(drafts[start : start + BATCH]):
                         ids.append(note.id)
-                        evo = note.evolution or {}
-                        if evo.get("action") in ("MERGE", "EVOLVE", "EXPAND") and evo.get(
-                            "target_id"
-                        ):
-                            moved[note.id] = str(evo["target_id"])
                 turns += len(drafts)
                 vaults.append((vault, dict(zip((t.dia_id for t in conv.turns), ids, strict=True))))
             ingest_s = time.perf_counter() - started
@@ -91,23 +87,21 @@ def run(embedder: MemoEmbedder, convs: list[Any], amem_on: bool, mode: str) -> d
                 from memvault.amem.maintenance import consolidate
 
                 for vault, _ in vaults:
-                    report = consolidate(amem, vault)
-                    consolidated += report.absorbed
-                    moved.update(dict(report.moves))
+                    consolidated += consolidate(amem, vault).related
             for (vault, note_of), conv in zip(vaults, convs, strict=True):
                 for q in conv.questions:
                     hits = vault.search(q.text, limit=LIMIT, mode=mode)
-                    ranked = dedupe(h.note.id for h in hits[:LIMIT])
-                    relevant = {_resolve(moved, note_of[d]) for d in q.evidence}
+                    ranked = dedupe(shown_ids(hits[:LIMIT]))
+                    relevant = {note_of[d] for d in q.evidence}
                     table.add(
                         (CATEGORIES[q.category], "overall"),
                         {"recall@10": recall_at(ranked, relevant, 10)},
                     )
             live = sum(vault.list_notes(limit=1)[1] for vault, _ in vaults)
             with services.db.session(TENANT) as sess:
-                links = sess.execute(
-                    select(func.count()).select_from(LinkRow).where(LinkRow.kind == "link")
-                ).scalar_one()
+                kinds = dict(
+                    sess.execute(select(LinkRow.kind, func.count()).group_by(LinkRow.kind)).all()
+                )
         finally:
             services.close()
     metrics = table.as_dict()
@@ -119,9 +113,8 @@ def run(embedder: MemoEmbedder, convs: list[Any], amem_on: bool, mode: str) -> d
         "by_category": {k: v["recall@10"] for k, v in metrics.items()},
         "turns": turns,
         "notes_live": live,
-        "absorbed_at_write": len(moved) - consolidated,
-        "absorbed_by_consolidation": consolidated,
-        "links": int(links),
+        "relations_by_consolidation": consolidated,
+        "links": {str(k): int(v) for k, v in kinds.items()},
         "ingest_notes_per_s": turns / ingest_s,
     }
 
@@ -167,8 +160,8 @@ def main() -> None:
                 print(
                     f"{mode:6s} A-MEM {'on ' if amem_on else 'off'}: R@10 {r['r@10']:.3f} "
                     f"multi-hop {r['multi_hop_r@10']:.3f}; {r['notes_live']} live notes of "
-                    f"{r['turns']} turns ({r['absorbed_at_write']} absorbed at write, "
-                    f"{r['absorbed_by_consolidation']} by consolidation), {r['links']} links; "
+                    f"{r['turns']} turns, links and relations {r['links']} "
+                    f"({r['relations_by_consolidation']} by consolidation); "
                     f"ingest {r['ingest_notes_per_s']:.0f} notes/s",
                     flush=True,
                 )

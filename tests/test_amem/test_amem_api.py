@@ -32,9 +32,16 @@ def test_add_shows_construction_and_evolution(api: Api) -> None:
     second = api.add(key, "The user decided on the standard RWD Model 3")
     assert second["evolution"]["action"] == "EVOLVE"
     assert second["evolution"]["target_id"] == first["id"]
-    assert api.call("GET", f"/v1/memories/{second['id']}", key).status_code == 404
-    survivor = api.call("GET", f"/v1/memories/{first['id']}", key).json()
-    assert "RWD" in survivor["text"]
+    # both keep their own text; the older one is superseded by the newer one
+    newer = api.call("GET", f"/v1/memories/{second['id']}", key).json()
+    older = api.call("GET", f"/v1/memories/{first['id']}", key).json()
+    assert newer["text"] == "The user decided on the standard RWD Model 3"
+    assert older["text"] == "The user wants to buy a Model 3 next spring"
+    assert older["relations"] == {"superseded_by": [second["id"]]}
+    assert older["valid_to"] is not None and newer["valid_to"] is None
+    assert newer["relations"] == {"supersedes": [first["id"]]}
+    found = api.call("POST", "/v1/memories/search", key, json={"query": "Model 3"}).json()
+    assert [r["id"] for r in found["results"]] == [second["id"]]
 
 
 def test_links_endpoint_lists_readable_links_only(api: Api) -> None:
@@ -92,13 +99,15 @@ def test_consolidate_merges_spares_knowledge_and_is_idempotent(api: Api) -> None
     theirs = [neighbour.add(one.text), neighbour.add(two.text)]
     services.vault.parts.hooks = amem
     report = api.call("POST", "/v1/consolidate", key).json()
-    assert report == {"groups": 1, "absorbed": 1}
-    assert api.call("GET", f"/v1/memories/{two.id}", key).status_code == 404
-    assert [i for i, _, _ in v.links(one.id)] == [other.id]  # the link moved to the survivor
+    assert report == {"groups": 1, "related": 1}
+    kept = api.call("GET", f"/v1/memories/{two.id}", key).json()  # kept whole, related
+    assert kept["text"] == two.text and kept["relations"] == {"duplicate_of": [one.id]}
+    assert api.call("GET", f"/v1/memories/{one.id}", key).json()["text"] == one.text
+    assert [i for i, _, _ in v.links(two.id)] == sorted([one.id, other.id])
     assert v.get(k1.id) and v.get(k2.id)  # knowledge is never merged automatically
     assert all(v.get(n.id) for n in shared)  # nor are shared notes
     assert [neighbour.get(n.id).text for n in theirs] == [one.text, two.text]
-    assert api.call("POST", "/v1/consolidate", key).json() == {"groups": 0, "absorbed": 0}
+    assert api.call("POST", "/v1/consolidate", key).json() == {"groups": 0, "related": 0}
 
 
 def test_quality_scan_and_review(api: Api) -> None:
@@ -160,8 +169,8 @@ def test_dsar_export_carries_the_evolution_history(api: Api) -> None:
     r = api.call("GET", "/v1/admin/export?user_id=u1", api.tenant("t1"))
     assert r.status_code == 200, r.text
     lines = [json.loads(line) for line in r.text.splitlines() if line.strip()]
-    survivor = next(x for x in lines if x.get("type") == "note" and x.get("id") == first["id"])
-    history = survivor["evolution_history"]
-    assert len(history) == 1 and history[0]["action"] == "EVOLVE"
-    assert history[0]["previous_text"] == "The user wants to buy a Model 3 next spring"
-    assert survivor["keywords"] and survivor["category"]
+    older = next(x for x in lines if x.get("type") == "note" and x.get("id") == first["id"])
+    assert older["text"] == "The user wants to buy a Model 3 next spring"
+    assert older["valid_from"] and older["keywords"] and older["category"]
+    relations = [x for x in lines if x.get("type") == "link" and x["kind"] == "supersedes"]
+    assert [r["target_id"] for r in relations] == [first["id"]]

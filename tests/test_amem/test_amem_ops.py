@@ -88,7 +88,11 @@ def test_the_scheduler_consolidates_each_tenant_once_a_day(
     try:
         assert scheduler.tick() == 0  # 01:00: not yet
         clock[0] += 2 * 3600  # 03:00
-        assert scheduler.tick() == 1 and v.list_notes()[1] == 1
+        assert scheduler.tick() == 1 and v.list_notes()[1] == 2  # related, none removed
+        assert [n.relations for n in v.list_notes()[0] if n.relations] == [
+            {"duplicate_of": (v.list_notes()[0][1].id,)},
+            {"duplicates": (v.list_notes()[0][0].id,)},
+        ]
         assert scheduler.tick() == 0  # once a day
     finally:
         scheduler.stop()
@@ -109,7 +113,7 @@ def test_cli_consolidate_and_quality_scan(tmp_path: Path) -> None:
         [*run, "consolidate"], env=env, capture_output=True, text=True, timeout=300
     )
     assert out.returncode == 0, out.stderr[-2000:]
-    assert "1 groups merged, 1 notes absorbed" in out.stdout
+    assert "1 groups, 1 relations written" in out.stdout
     review = tmp_path / "review"
     out = subprocess.run(
         [*run, "quality-scan", "--review", str(review)],

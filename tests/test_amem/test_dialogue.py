@@ -13,7 +13,7 @@ from memvault.amem.guard import GuardedJudge
 from memvault.amem.heuristic import HeuristicJudge
 from memvault.amem.judge import FactDecision, JudgeRejected, JudgeUnavailable
 from memvault.amem.views import Candidate
-from memvault.errors import InvalidRequest, NotFound
+from memvault.errors import InvalidRequest
 from memvault.scope import Scope
 from memvault.vault.factory import Services
 from memvault.vault.service import ScopedVault
@@ -36,8 +36,9 @@ def view(services: Services, user: str = "alice", agent: str = "planner") -> Sco
 
 
 def texts(v: ScopedVault) -> dict[str, str]:
+    """The caller's current notes (not superseded, not invalidated)."""
     notes, _ = v.list_notes(limit=100)
-    return {n.id: n.text for n in notes}
+    return {n.id: n.text for n in notes if n.current}
 
 
 def gate(v: ScopedVault, judge: object | None = None) -> DialogueGate:
@@ -120,17 +121,23 @@ def test_negation_deletes_the_note(services: Services) -> None:
     existing = v.add(RIVERSTONE)
     decisions = gate(v).process([("user", "I no longer live in Riverstone.")])
     assert decisions == [DialogueDecision("DELETE", 0, existing.id, None)]
-    with pytest.raises(NotFound):
-        v.get(existing.id)
+    ended = v.get(existing.id)  # kept whole, no longer current
+    assert ended.text == RIVERSTONE and ended.valid_to is not None
     assert texts(v) == {}
+    assert existing.id not in [h.note.id for h in v.search("Riverstone", limit=5)]
+    history = v.search("Riverstone", limit=5, include_history=True)
+    assert existing.id in [h.note.id for h in history]
 
 
 def test_changed_place_updates_the_note(services: Services) -> None:
     v = view(services)
     existing = v.add(RIVERSTONE)
     decisions = gate(v).process([("user", "The user moved to Lisbon last spring.")])
-    assert decisions == [DialogueDecision("UPDATE", 0, existing.id, None)]
-    assert v.get(existing.id).text == "The user moved to Lisbon last spring."
+    [decision] = decisions
+    assert (decision.action, decision.target_id, decision.reason) == ("UPDATE", existing.id, None)
+    assert v.get(decision.note_id or "").text == "The user moved to Lisbon last spring."
+    older = v.get(existing.id)
+    assert older.text == RIVERSTONE and older.relations == {"superseded_by": (decision.note_id,)}
 
 
 def test_a_later_fact_sees_what_an_earlier_one_wrote(services: Services) -> None:
@@ -139,7 +146,7 @@ def test_a_later_fact_sees_what_an_earlier_one_wrote(services: Services) -> None
         [("user", "The user lives in Riverstone."), ("user", "The user moved to Lisbon.")]
     )
     assert [d.action for d in decisions] == ["NEW", "UPDATE"]
-    assert decisions[0].note_id == decisions[1].note_id
+    assert decisions[0].note_id == decisions[1].target_id
     assert list(texts(v).values()) == ["The user moved to Lisbon."]
 
 
@@ -279,8 +286,9 @@ def test_always_update_never_reaches_another_scope(services: Services) -> None:
     judge = AlwaysUpdateFirst()
     decisions = gate(mine, judge).process([("user", "The user lives in Riverstone still.")])
     assert [len(shown) for shown in judge.shown] == [1]
-    assert decisions == [DialogueDecision("UPDATE", 0, new_id, None)]
-    assert texts(mine) == {new_id: "HIJACKED The user lives in Riverstone still."}
+    [decision] = decisions  # the fact is stored; the judge's own text never is
+    assert (decision.action, decision.target_id) == ("UPDATE", new_id)
+    assert texts(mine) == {decision.note_id: "The user lives in Riverstone still."}
     for other, snapshot in before:
         assert texts(other) == snapshot
 

@@ -52,8 +52,8 @@ def test_a_worker_polling_during_an_inline_run_leaves_the_job_alone(
     new = view.add(NEW)
     assert runs == [new.id]  # enriched once, inline
     assert new.evolution is not None and new.evolution["action"] == "EVOLVE"
-    survivor = view.get(old.id)
-    assert survivor.history == 1  # one entry for the one absorbed note
+    older = view.get(old.id)
+    assert older.relations == {"superseded_by": (new.id,)}  # one relation, written once
     with services.db.session("t1") as sess:
         assert sess.execute(select(AmemJobRow)).first() is None
 

@@ -12,13 +12,11 @@ import httpx
 import pytest
 
 from memvault.client import (
-    AbsorbedError,
     AsyncClient,
     Client,
     ConflictError,
     Consolidation,
     DialogueResult,
-    NotFoundError,
     QualityFlag,
 )
 from tests.test_client.conftest import Tenant
@@ -77,25 +75,30 @@ def test_amem_calls_against_a_live_server(amem_tenant: Tenant) -> None:
 
         report = mv.consolidate()
         assert isinstance(report, Consolidation) and report.groups >= 0
-        assert mv.consolidate() == Consolidation(groups=0, absorbed=0)  # idempotent
+        assert mv.consolidate() == Consolidation(groups=0, related=0)  # idempotent
         flagged = mv.quality_scan()
         assert all(isinstance(f, QualityFlag) for f in flagged)
         review = mv.quality_review()
         assert review.startswith("---") and "count:" in review
 
 
-def test_get_of_a_merged_note_raises_absorbed_naming_its_survivor(amem_tenant: Tenant) -> None:
-    """A same-day near-duplicate is merged into the earlier note: its id then answers 404
-    `absorbed`, and the error names the note that holds its text."""
+def test_versions_through_the_sdk_keep_their_text_and_answer_as_of(amem_tenant: Tenant) -> None:
+    """A later session's new value supersedes the older note: the search shows the current one
+    marking its predecessor; `as_of` before the change and `include_history` show the old one."""
     with Client(amem_tenant.base_url, amem_tenant.agent_key) as mv:
-        first = mv.add("Melanie's greyhound Pixel naps on the blue sofa every afternoon")
-        again = mv.add("Melanie's greyhound Pixel naps on the blue sofa every single afternoon")
-        assert again.evolution is not None and again.evolution.action == "MERGE"
-        with pytest.raises(AbsorbedError) as absorbed:
-            mv.get(again.id)
-        assert absorbed.value.survivor_id == first.id
-        assert isinstance(absorbed.value, NotFoundError) and absorbed.value.status == 404
-        assert "single" in mv.get(absorbed.value.survivor_id).text  # the merged text
+        green = mv.add("Bob's favourite colour is green", occurred_at="2026-01-10T10:00:00Z")
+        blue = mv.add("Bob's favourite colour is blue", occurred_at="2026-03-02T10:00:00Z")
+        assert blue.evolution is not None and blue.evolution.action == "EVOLVE"
+        assert mv.get(green.id).text == "Bob's favourite colour is green"  # kept whole
+        hits = mv.search("what is Bob's favourite colour")
+        assert hits[0].id == blue.id and hits[0].relations == {"supersedes": [green.id]}
+        assert green.id not in [h.id for h in hits] and hits[0].valid_to is None
+        then = mv.search("what is Bob's favourite colour", as_of="2026-02-01T00:00:00Z")
+        assert then[0].id == green.id and blue.id not in [h.id for h in then]
+        history = mv.search("what is Bob's favourite colour", include_history=True)
+        old = next(h for h in history if h.id == green.id)
+        assert old.valid_to == "2026-03-02T10:00:00Z"
+        assert old.relations == {"superseded_by": [blue.id]}
 
 
 def test_async_amem_calls(amem_tenant: Tenant) -> None:
@@ -110,7 +113,7 @@ def test_async_amem_calls(amem_tenant: Tenant) -> None:
             assert hits[0].id == note.id
             result = await amv.dialogue(DIALOGUE, dry_run=True)
             assert result.dry_run and result.decisions
-            assert await amv.consolidate() == Consolidation(groups=0, absorbed=0)
+            assert await amv.consolidate() == Consolidation(groups=0, related=0)
             assert await amv.quality_scan() == []
             assert (await amv.quality_review()).startswith("---")
 
@@ -151,7 +154,7 @@ def test_requests_carry_the_new_fields_and_idempotency_keys() -> None:
         "/v1/memories": httpx.Response(201, json=OLD_NOTE),
         "/v1/memories/search": httpx.Response(200, json={"results": []}),
         "/v1/dialogues": httpx.Response(200, json={"decisions": [], "dry_run": True}),
-        "/v1/consolidate": httpx.Response(200, json={"groups": 1, "absorbed": 2}),
+        "/v1/consolidate": httpx.Response(200, json={"groups": 1, "related": 2}),
         "/v1/quality/scan": httpx.Response(200, json={"flagged": [{"id": "n1", "reasons": []}]}),
         "/v1/quality/review": httpx.Response(200, text="---\ncount: 0\n---\n"),
         f"/v1/memories/{OLD_NOTE['id']}/links": httpx.Response(
@@ -169,7 +172,7 @@ def test_requests_carry_the_new_fields_and_idempotency_keys() -> None:
         mv.search("bees")
         mv.search("bees", mode="hybrid", fusion="rrf")
         mv.dialogue([{"role": "user", "content": "hi there"}], dry_run=True, idempotency_key="d-1")
-        assert mv.consolidate() == Consolidation(groups=1, absorbed=2)
+        assert mv.consolidate() == Consolidation(groups=1, related=2)
         assert mv.quality_scan() == [QualityFlag(id="n1", reasons=[])]
         assert mv.quality_review() == "---\ncount: 0\n---\n"
         (link,) = mv.links(OLD_NOTE["id"])
@@ -195,7 +198,7 @@ def test_a_retried_consolidate_resends_its_key() -> None:
         attempts.append(request)
         if len(attempts) == 1:
             return httpx.Response(503, json={"error": {"code": "unavailable", "message": "busy"}})
-        return httpx.Response(200, json={"groups": 0, "absorbed": 0})
+        return httpx.Response(200, json={"groups": 0, "related": 0})
 
     with Client("http://mv.test", "mvk_x", transport=httpx.MockTransport(handle), backoff=0) as mv:
         mv.consolidate()

@@ -168,20 +168,6 @@ def test_scroll_ids_returns_every_match_past_one_page(index: VectorIndex) -> Non
     assert sorted(found) == sorted(p.id for p in points)
 
 
-def test_alias_of_finds_the_points_absorbed_into_a_note(index: VectorIndex) -> None:
-    survivor, absorbed, other, elsewhere = (point(axis(i)) for i in range(4))
-    index.upsert(NS, [survivor, absorbed, other])
-    index.upsert(NS, [point(axis(3), pid=elsewhere.id, user="u2")])
-    index.set_payload(NS, [absorbed.id], {"alias_of": survivor.id})
-    index.set_payload(NS, [elsewhere.id], {"alias_of": survivor.id})
-
-    assert index.scroll_ids(NS, PointFilter(user_id="u1", alias_of=survivor.id)) == [absorbed.id]
-    assert sorted(index.scroll_ids(NS, PointFilter(alias_of=survivor.id))) == sorted(
-        [absorbed.id, elsewhere.id]
-    )
-    assert index.scroll_ids(NS, PointFilter(alias_of=other.id)) == []
-
-
 def test_namespaces_lists_created_including_mode_b(index: VectorIndex) -> None:
     index.upsert("t1", [point(axis(0))])
     index.upsert("t1~agent-7", [point(axis(0))])

@@ -114,7 +114,7 @@ def test_mcp_embedded_tools_add_search_and_isolation(
             (note,) = added["memories"]
             assert note["session_id"] == "chat-1" and note["evolution"]["action"] == "NEW"
             merged = await data(session, "memory_consolidate")
-            assert (merged["status"], merged["groups"], merged["absorbed"]) == ("done", 0, 0)
+            assert (merged["status"], merged["groups"], merged["related"]) == ("done", 0, 0)
             scan = await data(session, "memory_quality_scan")
             assert scan["status"] == "done" and scan["flagged"] == []
 

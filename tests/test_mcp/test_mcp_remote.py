@@ -109,7 +109,7 @@ def test_mcp_remote_add_search_and_scope_isolation(server: Server) -> None:
             # The A-MEM tools run through the SDK on the key's own scope: ids and counts only.
             merged = await data(alice, "memory_consolidate")
             assert (merged["status"], merged["tool"]) == ("done", "memory_consolidate")
-            assert (merged["groups"], merged["absorbed"]) == (0, 0)
+            assert (merged["groups"], merged["related"]) == (0, 0)
             scan = await data(helper, "memory_quality_scan")
             assert scan["status"] == "done" and scan["flagged"] == []
             dated = await data(

@@ -207,15 +207,16 @@ def test_mcp_amem_tools_run_on_the_bound_scope(
         "status": "done",
         "tool": "memory_consolidate",
         "reason": None,
-        "message": "Merged 1 groups of near-duplicates; 1 notes absorbed.",
+        "message": "Found 1 groups of near-duplicates; wrote 1 relations.",
         "groups": 1,
-        "absorbed": 1,
+        "related": 1,
     }
-    assert (again["groups"], again["absorbed"]) == (0, 0)
+    assert (again["groups"], again["related"]) == (0, 0)
     assert scan["status"] == "done" and scan["tool"] == "memory_quality_scan"
     assert scan["flagged"] == [{"id": stale.id, "reasons": ["expired_ephemeral"]}]
     assert "review" not in json.dumps(scan)  # ids and reasons only: no memory text
-    assert gone == f"ERROR absorbed: this memory was merged into memory {one.id}"
+    (kept,) = gone["memories"]  # a restatement keeps its text, related to the first
+    assert kept["id"] == two.id and kept["relations"] == {"duplicate_of": [one.id]}
     assert view.get(one.id) and "low_quality" in view.get(stale.id).flags
 
 
@@ -238,7 +239,7 @@ def test_mcp_amem_tools_are_unavailable_when_amem_is_off(
     for result, tool in ((merged, "memory_consolidate"), (scan, "memory_quality_scan")):
         assert result["status"] == "unavailable" and result["tool"] == tool
         assert result["reason"] == "amem_off" and "MEMVAULT_AMEM=off" in result["message"]
-    assert (merged["groups"], merged["absorbed"], scan["flagged"]) == (0, 0, [])
+    assert (merged["groups"], merged["related"], scan["flagged"]) == (0, 0, [])
 
 
 def _remote_tools(handle: Any, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
@@ -262,11 +263,11 @@ def test_mcp_remote_amem_tools_map_the_server_answers() -> None:
     def amem_on(request: httpx.Request) -> httpx.Response:
         seen.append(request)
         if request.url.path == "/v1/consolidate":
-            return httpx.Response(200, json={"groups": 2, "absorbed": 3})
+            return httpx.Response(200, json={"groups": 2, "related": 3})
         return httpx.Response(200, json={"flagged": [{"id": "n1", "reasons": ["too_short"]}]})
 
     merged, scan = _remote_tools(amem_on, [("memory_consolidate", {}), ("memory_quality_scan", {})])
-    assert (merged["status"], merged["groups"], merged["absorbed"]) == ("done", 2, 3)
+    assert (merged["status"], merged["groups"], merged["related"]) == ("done", 2, 3)
     assert scan["flagged"] == [{"id": "n1", "reasons": ["too_short"]}]
     assert all(r.method == "POST" and r.headers["idempotency-key"] for r in seen)
 

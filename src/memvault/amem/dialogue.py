@@ -14,7 +14,7 @@ worth remembering, and decides each fact against the caller's own notes:
    UPDATE or DELETE with `POST /v1/memories/{id}/restore`.
 
 An UPDATE or DELETE takes effect only when corroborated: the pair's cosine is at least the
-embedding model's `evolve_low` threshold and the offline judge does not call the pair NEW.
+embedding model's relatedness threshold (`link`) and the offline judge does not call the pair NEW.
 Otherwise the fact is stored as NEW with the reason `uncorroborated` or `not_related`, counted
 (`memvault_amem_gate_downgrades`) and audited by the caller; a model's answer alone can never
 end an unrelated note.
@@ -77,6 +77,8 @@ class DialogueDecision:
     fact_index: int
     note_id: str | None = None
     reason: str | None = None
+    target_id: str | None = None
+    """UPDATE: the note the new one supersedes (`note_id` is the new note holding the fact)."""
 
 
 def validate_messages(messages: object) -> list[tuple[str, str]]:
@@ -213,7 +215,7 @@ class DialogueGate:
             elif action == "UPDATE":
                 newer = self.view.add(text).id
                 relate(self.view, newer, note_id, "UPDATE")
-                note_id = newer
+                return DialogueDecision(action, index, newer, reason, note_id)
             else:
                 invalidate(self.view, note_id)
         except PermissionDenied:
@@ -246,7 +248,7 @@ class DialogueGate:
         a, b = (np.asarray(v, dtype=np.float64) for v in vectors)
         norm = float(np.linalg.norm(a) * np.linalg.norm(b))
         cosine = float(a @ b) / norm if norm else 0.0
-        if cosine < thresholds_for(parts.embedder.model_id).evolve_low:
+        if cosine < thresholds_for(parts.embedder.model_id).link:
             return "uncorroborated"
         shown = Candidate(number=1, text=target.text, similarity=cosine)
         if self.fallback.evolve(fact, shown).action == "NEW" and not _negates(fact, target.text):

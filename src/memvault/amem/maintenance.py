@@ -96,7 +96,11 @@ def consolidate(amem: Amem, view: ScopedVault) -> ConsolidationReport:
     note of a group is related to the group's oldest note by the judge's decision
     (`amem/relating.py`): a restatement, a new version, an expansion or a conflict. No note is
     changed or deleted; a note gone meanwhile is skipped."""
-    notes = [n for n in own_notes(view) if n.agent == view.scope.agent and n.current]
+    notes = [
+        n
+        for n in own_notes(view)
+        if n.agent == view.scope.agent and n.current and "duplicate_of" not in n.relations
+    ]
     if len(notes) < 2:
         return ConsolidationReport(scopes=1)
     views = as_views(view, notes)

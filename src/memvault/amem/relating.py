@@ -60,10 +60,50 @@ def words(text: str) -> list[str]:
     return _WORD.findall(unicodedata.normalize("NFKC", text).casefold().replace("’", "'"))
 
 
+_FUNCTION_WORDS = frozenset(
+    {
+        "a",
+        "an",
+        "the",
+        "this",
+        "that",
+        "these",
+        "those",
+        "its",
+        "his",
+        "her",
+        "their",
+        "our",
+        "my",
+        "your",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "by",
+        "with",
+        "and",
+        "or",
+        "for",
+        "from",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "as",
+    }
+)
+
+
 def restates(new: str, old: str) -> bool:
-    """True when `new` says nothing `old` does not: every word of it is in `old`."""
+    """True when `new` says nothing `old` does not: every word of it but function words
+    ("the", "their", "of", ...) is in `old`."""
     new_words = set(words(new))
-    return bool(new_words) and new_words <= set(words(old))
+    content = new_words - _FUNCTION_WORDS
+    return bool(new_words) and (content or new_words) <= set(words(old))
 
 
 def changed_slot(new: str, old: str) -> bool:

@@ -32,8 +32,18 @@ class DialogueIn(Strict):
 class DialogueDecisionOut(BaseModel):
     action: Literal["NEW", "UPDATE", "DELETE", "NONE", "REFUSED"]
     fact_index: int
-    note_id: str | None
-    reason: str | None
+    note_id: str | None = Field(
+        description="The note created (NEW, and UPDATE: the new note holding the fact), "
+        "invalidated (DELETE) or restated (NONE)."
+    )
+    reason: str | None = Field(
+        description="A short code: the detector for REFUSED, `judge_rejected`, "
+        "`judge_unavailable`, `not_writable`, `not_found`, or `uncorroborated` / `not_related` "
+        "when an UPDATE or DELETE lacked corroboration and the fact was stored as NEW."
+    )
+    target_id: str | None = Field(
+        default=None, description="UPDATE: the older note the new one supersedes."
+    )
 
 
 class DialogueOut(BaseModel):
@@ -88,7 +98,11 @@ def dialogue(
     return DialogueOut(
         decisions=[
             DialogueDecisionOut(
-                action=d.action, fact_index=d.fact_index, note_id=d.note_id, reason=d.reason
+                action=d.action,
+                fact_index=d.fact_index,
+                note_id=d.note_id,
+                reason=d.reason,
+                target_id=d.target_id,
             )
             for d in decisions
         ],

@@ -5,7 +5,9 @@ The response streams JSON lines, one batch of notes at a time (never the whole e
 2. one `{"type": "note", ...}` per note: the note as the memories API returns it, plus
    `agent_id` (`shared` for shared notes), `active` (false: soft-deleted, still held) and
    `expires_at` (null: no expiry);
-3. one `{"type": "link", "source_id", "target_id", "created_at"}` per link;
+3. one `{"type": "link", "source_id", "target_id", "kind", "created_at"}` per link or typed
+   A-MEM relation (`supersedes`, `duplicate_of`, `expands`, `conflicts_with`, ...: the notes'
+   validity follows from them, and each note line carries `valid_from` and `valid_to`);
 4. `{"type": "end", "notes": n, "links": m}`: what was written. A stream without it was cut off.
 
 The export is audited (`dsar.export`, with the counts) before its first byte is sent.
@@ -57,7 +59,6 @@ def _note_line(item: ExportedNote) -> str:
             {
                 "at": iso(float(h.get("at", 0.0))),
                 "action": h.get("action"),
-                "absorbed": h.get("absorbed"),
                 "previous_text": h.get("previous"),
             }
             for h in item.history
@@ -72,6 +73,7 @@ def _link_line(link: ExportedLink) -> str:
             "type": "link",
             "source_id": link.source_id,
             "target_id": link.target_id,
+            "kind": link.kind,
             "created_at": iso(link.created_at),
         }
     )

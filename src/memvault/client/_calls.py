@@ -189,12 +189,18 @@ def search(
     topics: Sequence[str] | None = None,
     mode: str = "full",
     fusion: str | None = None,
+    as_of: str | None = None,
+    include_history: bool = False,
 ) -> Call[list[SearchHit]]:
     body: dict[str, Any] = {"query": query, "limit": limit, "mode": mode}
     if topics is not None:
         body["topics"] = list(topics)
     if fusion is not None:  # an older server refuses a field it does not know
         body["fusion"] = fusion
+    if as_of is not None:
+        body["as_of"] = as_of
+    if include_history:
+        body["include_history"] = True
     # A search stores nothing: no Idempotency-Key, and a retry is harmless.
     return call(
         "POST", "/v1/memories/search", _items(SearchHit, "results"), body=body, idempotency_key=""

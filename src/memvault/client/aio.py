@@ -153,11 +153,24 @@ class AsyncClient:
         topics: Sequence[str] | None = None,
         mode: str = "full",
         fusion: str | None = None,
+        as_of: str | None = None,
+        include_history: bool = False,
     ) -> builtins.list[SearchHit]:
         """Search the memories this key may read (`mode`: dense, sparse, hybrid or full;
-        `fusion`: `score` or `rrf` for the hybrid modes, the server's default when None)."""
+        `fusion`: `score` or `rrf` for the hybrid modes, the server's default when None).
+        Current notes only by default; `as_of` (RFC 3339): what was valid then;
+        `include_history`: superseded and invalidated notes too. Each hit carries
+        `valid_from`, `valid_to` and `relations`."""
         return await self._run(
-            _calls.search(query, limit=limit, topics=topics, mode=mode, fusion=fusion)
+            _calls.search(
+                query,
+                limit=limit,
+                topics=topics,
+                mode=mode,
+                fusion=fusion,
+                as_of=as_of,
+                include_history=include_history,
+            )
         )
 
     async def get(self, note_id: str) -> Note:

@@ -16,7 +16,8 @@ Note = NoteOut
 """A memory as the API returns it: id, text (after redaction), visibility, owner, readers,
 writers, note_type, topics, source, created_at, updated_at, flags, redacted; with A-MEM also
 session_id, occurred_at, keywords, tags, context, category, enrichment and (on an add)
-evolution. The A-MEM fields are optional, so an older server's notes still parse."""
+evolution; valid_from, valid_to (null while current) and relations (A-MEM's typed relations).
+The A-MEM fields are optional, so an older server's notes still parse."""
 
 SearchHit = _SearchResult
 """One search result: the note's fields plus score, age_days, via and scope."""
@@ -35,7 +36,8 @@ TtlDefaults = _TtlDefaults
 
 class Link(BaseModel):
     """One note linked to another (`GET /v1/memories/{id}/links`): `kind` is `link` (made by
-    A-MEM or a client) or `sequence` (a session neighbour); `strength` in [0, 1] or None."""
+    A-MEM or a client), `sequence` (a session neighbour) or a typed relation (`supersedes`,
+    `duplicate_of`, `expands`, `conflicts_with`, `derived_from`); `strength` in [0, 1] or None."""
 
     id: str
     kind: str
@@ -50,6 +52,7 @@ class DialogueDecision(BaseModel):
     fact_index: int
     note_id: str | None = None
     reason: str | None = None
+    target_id: str | None = None
 
 
 class DialogueResult(BaseModel):

@@ -150,10 +150,25 @@ class Client:
         topics: Sequence[str] | None = None,
         mode: str = "full",
         fusion: str | None = None,
+        as_of: str | None = None,
+        include_history: bool = False,
     ) -> builtins.list[SearchHit]:
         """Search the memories this key may read (`mode`: dense, sparse, hybrid or full;
-        `fusion`: `score` or `rrf` for the hybrid modes, the server's default when None)."""
-        return self._run(_calls.search(query, limit=limit, topics=topics, mode=mode, fusion=fusion))
+        `fusion`: `score` or `rrf` for the hybrid modes, the server's default when None).
+        Current notes only by default; `as_of` (RFC 3339): what was valid then;
+        `include_history`: superseded and invalidated notes too. Each hit carries
+        `valid_from`, `valid_to` and `relations`."""
+        return self._run(
+            _calls.search(
+                query,
+                limit=limit,
+                topics=topics,
+                mode=mode,
+                fusion=fusion,
+                as_of=as_of,
+                include_history=include_history,
+            )
+        )
 
     def get(self, note_id: str) -> Note:
         """One memory by id (`NotFoundError` outside the key's readable scopes)."""

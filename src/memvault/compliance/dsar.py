@@ -43,11 +43,12 @@ class ExportedNote:
 
 @dataclass(frozen=True, slots=True)
 class ExportedLink:
-    """A link between two exported notes."""
+    """A link or typed relation between two exported notes (`kind`, read from source)."""
 
     source_id: str
     target_id: str
     created_at: float
+    kind: str = "link"
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,4 +176,4 @@ class DsarExport:
     def _link(self, row: LinkRow) -> ExportedLink:
         if row.tenant_id != self.tenant or row.user_id != self.user:
             raise ScopeViolation("a link of another subject reached the export")
-        return ExportedLink(row.src_id, row.dst_id, row.created_at)
+        return ExportedLink(row.src_id, row.dst_id, row.created_at, str(row.kind))

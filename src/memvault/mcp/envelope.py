@@ -29,9 +29,9 @@ RECALLED_KIND: RecalledKind = "memvault.recalled_memory"
 
 
 class Evolution(BaseModel):
-    """What A-MEM did with a new note: NEW (kept), EVOLVE / EXPAND / MERGE (folded into
-    `target_id`, which now holds it: this id answers not_found), CONFLICT (both kept, flagged),
-    PENDING (decided in the background)."""
+    """What A-MEM related a new note to (`target_id`; both notes keep their text): NEW
+    (nothing), EVOLVE (a newer version of it), EXPAND (more about it), MERGE (a restatement of
+    it), CONFLICT (both kept, flagged), PENDING (decided in the background)."""
 
     action: str
     target_id: str | None = None
@@ -71,6 +71,19 @@ class RecalledMemory(BaseModel):
     )
     evolution: Evolution | None = Field(
         default=None, description="On an add with A-MEM: what A-MEM did with the new note."
+    )
+    valid_from: str | None = Field(
+        default=None, description="When the fact became true (`occurred_at`, else written)."
+    )
+    valid_to: str | None = Field(
+        default=None,
+        description="When it stopped being current (a newer version, or invalidated); null "
+        "while current. A search returns current memories only.",
+    )
+    relations: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="A-MEM relations to other memories this agent may read: `supersedes`, "
+        "`superseded_by`, `duplicates`, `duplicate_of`, `expands`, `conflicts_with`, ...",
     )
 
 
@@ -163,6 +176,9 @@ def recalled(model: Any, now: float | None = None) -> RecalledMemory:
         session_id=getattr(model, "session_id", None),
         occurred_at=getattr(model, "occurred_at", None),
         evolution=_evolution(getattr(model, "evolution", None)),
+        valid_from=getattr(model, "valid_from", None),
+        valid_to=getattr(model, "valid_to", None),
+        relations=dict(getattr(model, "relations", None) or {}),
     )
 
 

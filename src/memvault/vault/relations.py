@@ -324,6 +324,10 @@ def annotate_notes(view: ScopedReads, notes: Sequence[Note]) -> list[Note]:
 
 
 def _valid(note: Note, as_of: float | None) -> bool:
+    """Whether a result belongs in a search without history: not a restatement shown through
+    its canonical note, and current (or valid at `as_of`)."""
+    if note.relations.get("duplicate_of"):
+        return False
     if as_of is None:
         return note.valid_to is None
     start = note.occurred_at if note.occurred_at is not None else note.created_at

@@ -46,8 +46,6 @@ def _translate(where: PointFilter) -> Filter | None:
     if where.note_type is not None:
         must.append(FieldCondition(key="note_type", match=MatchValue(where.note_type)))
     must.extend(FieldCondition(key="topic_tags", match=MatchValue(t)) for t in where.topic_tags)
-    if where.alias_of is not None:
-        must.append(FieldCondition(key="alias_of", match=MatchValue(where.alias_of)))
     if where.only_ids:
         must.append(HasIdCondition({canonical_point_id(i) for i in where.only_ids}))
     must_not: list[Any] = []

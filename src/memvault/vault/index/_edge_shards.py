@@ -79,9 +79,9 @@ def _payload_indexes() -> dict[str, Any]:
 
     Each keyword index costs a loaded 5,000-point partition about 5 MiB of RSS
     (docs/performance.md), so fields filtered only by rare operations are not indexed:
-    `agent_id` (erasing an agent), `alias_of` (A-MEM moving a survivor's aliases, `writes.py`)
-    and `note_type`; the engine checks those against the stored payload. Shards created with
-    them lose them on their next load (`RETIRED_INDEXES`).
+    `agent_id` (erasing an agent) and `note_type`; the engine checks those against the stored
+    payload (`alias_of`, once A-MEM's alias of an absorbed note, is no longer filtered).
+    Shards created with them lose them on their next load (`RETIRED_INDEXES`).
     """
     return {
         "user_id": KeywordIndexParams(is_tenant=True),

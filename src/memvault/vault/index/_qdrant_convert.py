@@ -16,7 +16,6 @@ def payload_indexes() -> dict[str, models.PayloadSchemaParams | models.PayloadSc
         "note_type": models.PayloadSchemaType.KEYWORD,
         "topic_tags": models.PayloadSchemaType.KEYWORD,
         "is_active": models.PayloadSchemaType.INTEGER,
-        "alias_of": models.PayloadSchemaType.KEYWORD,
     }
 
 
@@ -45,10 +44,6 @@ def qdrant_filter(where: PointFilter) -> models.Filter | None:
         models.FieldCondition(key="topic_tags", match=models.MatchValue(value=t))
         for t in where.topic_tags
     )
-    if where.alias_of is not None:
-        must.append(
-            models.FieldCondition(key="alias_of", match=models.MatchValue(value=where.alias_of))
-        )
     if where.only_ids:
         must.append(models.HasIdCondition(has_id=[canonical_point_id(i) for i in where.only_ids]))
     must_not: list[models.Condition] = []

@@ -50,7 +50,6 @@ class PointFilter:
     - `topic_tags`: the point's `topic_tags` contains every one of these (AND).
     - `exclude_ids`: point ids to leave out.
     - `only_ids`: when non-empty, only these point ids (the graph walk's relevance gate).
-    - `alias_of`: the points of notes absorbed into this note (their `alias_of` payload).
     """
 
     user_id: str | None = None
@@ -61,7 +60,6 @@ class PointFilter:
     topic_tags: tuple[str, ...] = ()
     exclude_ids: tuple[str, ...] = ()
     only_ids: tuple[str, ...] = ()
-    alias_of: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
