@@ -112,15 +112,15 @@ def put_relation(
     return True
 
 
-def drop_relation(sess: Session, tenant: str, src: str, dst: str, kind: str) -> int:
-    """Delete one typed relation (an admin's restore of a superseded note)."""
+def drop_typed_relations(sess: Session, tenant: str, note_id: str) -> int:
+    """Delete every typed relation of a note whose text its writer replaced: what A-MEM judged
+    about the old text does not hold for the new one (plain links stay)."""
     rows = (
         sess.execute(
             select(LinkRow).where(
                 LinkRow.tenant_id == tenant,
-                LinkRow.src_id == src,
-                LinkRow.dst_id == dst,
-                LinkRow.kind == kind,
+                LinkRow.kind.in_(TYPED_KINDS),
+                or_(LinkRow.src_id == note_id, LinkRow.dst_id == note_id),
             )
         )
         .scalars()

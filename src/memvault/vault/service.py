@@ -50,7 +50,7 @@ from memvault.vault.hooks import NoteHooks
 from memvault.vault.index.base import IndexPoint, VectorIndex
 from memvault.vault.note_update import NoteUpdater
 from memvault.vault.notes import Note, SearchHit, Visibility
-from memvault.vault.relations import annotate_notes
+from memvault.vault.relations import annotate_notes, drop_typed_relations
 from memvault.vault.retrieval_log import RetrievalLog
 from memvault.vault.scoped_reads import ScopedReads
 from memvault.vault.screen_gate import ScreenGate
@@ -340,9 +340,13 @@ class ScopedVault(ScopedReads):
         the new one is live.
         """
         with self._guarded():
-            return NoteUpdater(self).update(
+            note = NoteUpdater(self).update(
                 note_id, text=text, topics=topics, readers=readers, source=source
             )
+            if text is not None or readers is not None:  # A-MEM's judgements no longer hold
+                with self._parts.db.session(self.scope.tenant) as sess:
+                    drop_typed_relations(sess, self.scope.tenant, note.id)
+            return note
 
     def delete(self, note_id: str, *, purge: bool = False) -> None:
         """Soft delete (hidden from search and reads), or purge the row and the vector."""
