@@ -83,9 +83,13 @@ class AmemPipeline:
         or conflict), then link it to the others the judge accepts and evolve up to 3
         neighbours' context and tags. No text moves between notes (`amem/relating.py`)."""
         near = self._candidates(note)
+        agent = self._view.scope.agent
+        # Only a note every reader of either may read, and the caller may write, is judged;
+        # the others can only be linked (`may_relate`).
+        kin = [c for c in near if c.writable_by(agent) and may_relate(c.row, self._row(note))]
         same_day = [
             c
-            for c in near
+            for c in kin
             if c.similarity >= self._t.same_day
             and int(c.note.created_at // DAY) == int(note.created_at // DAY)
             and restates(note.text, c.note.text)
@@ -94,7 +98,7 @@ class AmemPipeline:
             target = same_day[0]
             kind = relate(self._view, note.id, target.note.id, "DUPLICATE")
             return Outcome("MERGE" if kind == "duplicate_of" else "NEW", target.note.id)
-        judged = [c for c in near if c.similarity >= self._t.evolve_low]
+        judged = [c for c in kin if c.similarity >= self._t.evolve_low]
         if judged:
             target = judged[0]
             action = self._decide(note, target)
