@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -95,6 +96,20 @@ def test_longer_turns_and_first_turns_and_the_top_sessions_gain() -> None:
     shapes = {i: NoteShape(session="s9" if i in "ae" else f"s{i}") for i in "abcde"}
     ranked = reorder(cands, shapes, "q", same)
     assert _ids(ranked) == ["a", "b", "c", "e", "d"]  # e (0.6) shares a top-3 session: past d
+
+
+def test_the_best_session_in_the_pool_lifts_its_other_notes() -> None:
+    weights = Rerank(speaker=0, question=0, length=0, first=0, same_session=0, session_best=0.5)
+    cands = [_cand("x", 0.9, prev="p"), _cand("top", 0.8, prev="p"), _cand("mate", 0.3, prev="p")]
+    cands += [_cand("lone", 0.4, prev="p")]
+    shapes = {"x": NoteShape(session="a"), "top": NoteShape(session="b")}
+    shapes |= {"mate": NoteShape(session="b"), "lone": NoteShape(session="c")}
+    by_id = {c.hit.id: c.score for c in reorder(cands, shapes, "q", weights)}
+    assert by_id["mate"] == pytest.approx(0.3 + 0.5 * 0.8)  # its session's best is "top"
+    assert by_id["lone"] == pytest.approx(0.4 + 0.5 * 0.4)
+    counted = Rerank(speaker=0, question=0, length=0, first=0, same_session=0, session_count=1)
+    by_id = {c.hit.id: c.score for c in reorder(cands, shapes, "q", counted)}
+    assert by_id["mate"] == pytest.approx(0.3 + math.log(2)) and by_id["lone"] == 0.4
 
 
 def test_notes_without_flags_keep_the_fused_order_exactly() -> None:
