@@ -45,3 +45,11 @@ class NoteCodec:
         text = aead.decrypt(text_ct, associated_data(scope, note_id, TEXT_FIELD, key_version))
         attrs = aead.decrypt(attrs_ct, associated_data(scope, note_id, ATTRS_FIELD, key_version))
         return text.decode("utf-8"), json.loads(attrs)
+
+    def open_attrs(
+        self, scope: Scope, note_id: str, key_version: int, attrs_ct: bytes
+    ) -> dict[str, Any]:
+        """Decrypt the attributes alone (search's re-ranking stage reads no text)."""
+        aead = self._keyring.aead_for(scope, create=False)
+        attrs = aead.decrypt(attrs_ct, associated_data(scope, note_id, ATTRS_FIELD, key_version))
+        return dict(json.loads(attrs))

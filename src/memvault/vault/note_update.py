@@ -18,6 +18,7 @@ from memvault.scope import SHARED_AGENT
 from memvault.vault.drafts import ACTIVE, content_hash, staged_view, swap_in_next
 from memvault.vault.fields import check_readers, check_source, check_text, check_topics
 from memvault.vault.notes import Note
+from memvault.vault.rerank import note_flags
 from memvault.vault.screen_gate import ScreenedNote
 from memvault.vault.session_index import SessionIndexer
 from memvault.vault.sessions import INDEX_VERSION
@@ -96,10 +97,11 @@ class NoteUpdater:
         _, kept = self._vault.codec.open(
             storage, row.id, row.key_version, row.text_ct, row.attrs_ct
         )  # every sealed attribute survives an update (session id, A-MEM fields)
+        tokens = self._vault.sparse_encoder(storage.tenant).tokens(new_text)
         attrs = {**kept, "topics": list(topics), "source": source}
+        attrs.update(note_flags(new_text, tokens))  # shape flags of the new text (vault/rerank.py)
         key_version, text_ct, attrs_ct = self._vault.codec.seal(storage, row.id, new_text, attrs)
         index_key = self._parts.keyring.index_key(storage.tenant)
-        tokens = self._vault.sparse_encoder(storage.tenant).tokens(new_text)
         with self._parts.db.session(storage.tenant) as sess:
             context = SessionIndexer(self._vault).context_of(sess, row)
         now = self._parts.clock()

@@ -154,6 +154,7 @@ def search_fused(
     fusion: Fusion,
     ranges: Sequence[tuple[float, float]] = (),
     meanwhile: Callable[[Sequence[Hit]], None] | None = None,
+    reorder: Callable[[list[Scored]], list[Scored]] | None = None,
 ) -> list[Hit]:
     """Hybrid search on any adapter: the two scoped prefetches, fused and re-ranked here
     (`score`), or the store's weighted RRF (`rrf`). Hits carry the final score.
@@ -161,7 +162,8 @@ def search_fused(
     `dense` is the query vector, or a function giving it: the function is called after the
     BM25 prefetch, so a vector being computed elsewhere (the embedding process) is awaited only
     then. `meanwhile`, when given, is called with the BM25 candidates between the two (`score`
-    fusion only): work on them that fills the wait for the vector.
+    fusion only): work on them that fills the wait for the vector. `reorder`, when given,
+    re-ranks the whole fused pool before it is cut to `limit` (`memvault.vault.rerank`).
     """
     prefetch = max(fusion.prefetch, limit)
     if fusion.method == "rrf":
@@ -180,6 +182,8 @@ def search_fused(
         meanwhile(sparse_hits)
     dense_hits = index.search_dense(namespace, _vector(dense), where, prefetch)
     ranked = rerank(fuse_scores(dense_hits, sparse_hits, fusion.dense_weight), fusion, ranges)
+    if reorder is not None:
+        ranked = reorder(ranked)
     return [Hit(s.hit.id, s.score, s.hit.payload) for s in ranked[:limit]]
 
 

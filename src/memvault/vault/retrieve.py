@@ -20,6 +20,7 @@ from memvault.vault.links import linked_ids
 from memvault.vault.notes import SearchHit
 from memvault.vault.ranking import FUSION_METHODS, Fusion, search_fused
 from memvault.vault.relations import Timeline, apply_timeline
+from memvault.vault.rerank import pool_reranker
 from memvault.vault.store.models import NoteRow
 from memvault.vault.store.records import NoteRecord
 from memvault.vault.text import SparseEncoder, heat_boost
@@ -155,6 +156,7 @@ class HybridRetriever:
                 fusion,
                 ranges,
                 meanwhile=ahead.read if ahead else None,
+                reorder=pool_reranker(self._view, query, embedder.model_id),
             )
         self._view.check_hits(hits)
         timeline = Timeline.load(self._view, [h.id for h in hits])

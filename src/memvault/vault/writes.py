@@ -49,6 +49,7 @@ from memvault.vault.group_commit import StoreJob
 from memvault.vault.ids import canonical_uuid, uuid7
 from memvault.vault.links import delete_links_of
 from memvault.vault.notes import Note
+from memvault.vault.rerank import note_flags
 from memvault.vault.session_index import NewNote, SessionIndexer
 from memvault.vault.sessions import (
     INDEX_VERSION,
@@ -225,10 +226,11 @@ class NoteWriter:
             attrs["session_id"] = session_id
         if self._parts.hooks is not None:
             attrs.update(self._parts.hooks.construct(self.scope, screened.text, kind))
+        tokens = tuple(self._vault.sparse_encoder(self.scope.tenant).tokens(screened.text))
+        attrs.update(note_flags(screened.text, tokens))  # sealed below (vault/rerank.py)
         key_version, text_ct, attrs_ct = self._vault.codec.seal(
             storage, note_id, screened.text, attrs
         )
-        tokens = tuple(self._vault.sparse_encoder(self.scope.tenant).tokens(screened.text))
         row = NoteRow(
             tenant_id=storage.tenant,
             id=note_id,
