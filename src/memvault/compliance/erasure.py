@@ -440,5 +440,8 @@ class _Job:
             keys_destroyed=max(state.keys_destroyed, deleted.get("data_keys", 0)),
             deleted=deleted,
             remaining=state.remaining,
+            beyond_reach=self.jobs.services.keyring.reach_facts(
+                self.jobs.services.settings.keystore_backup_retention_days
+            ),
         )
         self.jobs.finish(self.tenant, self.job_id, receipt)
