@@ -31,6 +31,12 @@ class Settings(BaseSettings):
     database_url: str | None = None
     keystore_url: str | None = None
     qdrant_url: str | None = None
+    local_index_per_worker: bool = False
+    """Tests only: let several workers on one PostgreSQL database each keep a local (Edge)
+    index. Never in production: an erase in one worker would not reach the others' vectors."""
+    keystore_backup_retention_days: int = Field(default=7, ge=0, le=3650)
+    """How long keystore backups (and WAL archives) are kept: erase receipts state it as the
+    time after which copies no server can reach age out."""
     embedder: str = "use-m3"
     embed_threads: int = Field(default=1, ge=1, le=64)
     embed_process: bool = True

@@ -33,7 +33,7 @@ from memvault.compliance import inventory
 from memvault.compliance.canonical import rfc3339
 from memvault.compliance.receipts import signed_receipt
 from memvault.compliance.rotation_erasure import forget_subject
-from memvault.errors import NotFound
+from memvault.errors import NotFound, VaultError
 from memvault.vault.drafts import user_tag
 from memvault.vault.ids import uuid7
 from memvault.vault.store.models import ErasureJobRow
@@ -49,6 +49,12 @@ CREATED = "created"
 RUNNING = "running"
 DONE = "done"
 STALLED_SECONDS = 30.0
+VERIFY_ROUNDS = 3
+"""A run that verifies non-zero goes round revoke..verify again this many times before it stops
+short (the sweeper retries it later): a job never ends `done` unverified."""
+_RERUN = ("revoke", "shred")
+"""Re-run on every resumed run: keys or data keys created since the last run (by a worker that
+had not seen the block yet) are revoked and shredded too. Both are idempotent."""
 """A running job that has not recorded a step for this long, and has no thread in this process,
 is resumed by the maintenance sweeper (`ErasureJobs.resume_stalled`)."""
 _JOB = "erasure-job"
@@ -69,6 +75,10 @@ class JobState:
     deleted: dict[str, int] = field(default_factory=dict)
     before: dict[str, int] = field(default_factory=dict)
     remaining: dict[str, int] = field(default_factory=dict)
+    attempts: int = 0
+    last_error: str | None = None
+    """Why the last run stopped short: an exception's class, or the stores left non-empty
+    (names and counts only, never ids or text)."""
 
     def to_bytes(self) -> bytes:
         return json.dumps(self.__dict__, sort_keys=True).encode()
@@ -138,6 +148,7 @@ class ErasureJobs:
             self.run(tenant, job_id)
         except Exception as exc:  # the job stays `running`; the next resume retries it
             log.warning("erase job %s stopped: %s", job_id, type(exc).__name__)
+            self._note_error(tenant, job_id, exc)
         finally:
             with self._lock:
                 self._threads.pop(job_id, None)
@@ -148,6 +159,8 @@ class ErasureJobs:
         if row.state == DONE:
             return self.receipt(tenant, job_id)
         job = _Job(self, tenant, job_id, self._open(tenant, row), row.step)
+        if row.step != CREATED:
+            job.done.difference_update(_RERUN)  # resumed: revoke and shred again
 
         def revoke() -> None:
             job.step("revoke")
@@ -156,8 +169,16 @@ class ErasureJobs:
         with self._services.vault.parts.guard.blocking(
             tenant, job.state.user_id, before_drain=revoke
         ):
-            for step in STEPS[2:]:
-                job.step(step)
+            for _round in range(VERIFY_ROUNDS):
+                try:
+                    for step in STEPS[2:]:
+                        job.step(step)
+                    break
+                except ErasureIncomplete:
+                    job.done = {"count"}  # go round: revoke, shred, vectors, rows, scrub, verify
+                    job.step("revoke")
+            else:
+                raise ErasureIncomplete("the erased scope's stores are not empty yet")
         return self.receipt(tenant, job_id)
 
     def resume(self) -> int:
@@ -190,6 +211,7 @@ class ErasureJobs:
                     finished += 1
                 except Exception as exc:
                     log.warning("erase job %s not resumed: %s", job_id, type(exc).__name__)
+                    self._note_error(tenant, job_id, exc)
                 finally:
                     with self._lock:
                         self._threads.pop(job_id, None)
@@ -221,6 +243,8 @@ class ErasureJobs:
             "steps_done": reached,
             "steps_total": len(STEPS),
             "step": row.step,
+            "attempts": state.attempts,
+            "last_error": state.last_error,
         }
 
     def list(self, tenant: str, limit: int = 100) -> list[dict[str, Any]]:
@@ -260,6 +284,20 @@ class ErasureJobs:
             self._services.keyring.open_record(tenant, _JOB, row.id, row.sealed)
         )
 
+    def _note_error(self, tenant: str, job_id: str, exc: Exception) -> None:
+        """Record why a run stopped short (shown by `view`); the sweeper retries the job."""
+        try:
+            row = self._row(tenant, job_id)
+            if row.state == DONE:
+                return
+            state = self._open(tenant, row)
+            state.attempts += 1
+            if not isinstance(exc, ErasureIncomplete) or state.last_error is None:
+                state.last_error = _describe(exc)
+            self.record(tenant, job_id, row.step, state)
+        except Exception as again:  # the database itself is failing: the log says so
+            log.warning("erase job %s: cannot record its error: %s", job_id, type(again).__name__)
+
     def record(self, tenant: str, job_id: str, step: str, state: JobState) -> None:
         """Persist that `step` is done, with the counts so far."""
         sealed = self._services.keyring.seal_record(tenant, _JOB, job_id, state.to_bytes())
@@ -289,6 +327,23 @@ class ErasureJobs:
     @property
     def clock(self) -> Callable[[], float]:
         return self._clock
+
+
+class ErasureIncomplete(VaultError):
+    """Verification found something of the erased scope left: the job goes round again and is
+    never signed `done` unverified."""
+
+    code = "erasure_incomplete"
+
+
+def _describe(exc: Exception) -> str:
+    """Why a run stopped: the error class and its code, never a message that could hold ids."""
+    if isinstance(exc, ErasureIncomplete):
+        return str(exc)
+    code = getattr(exc, "code", None)
+    orig = getattr(exc, "orig", None)  # a database error: name the driver's class (deadlock…)
+    name = type(orig).__name__ if orig is not None else type(exc).__name__
+    return f"{name} ({code})" if isinstance(code, str) else name
 
 
 def _put(state: JobState, store: str, count: int) -> None:
@@ -358,6 +413,14 @@ class _Job:
 
     def _verify(self) -> None:
         self.state.remaining = inventory.remaining(self.jobs.services, self.subject)
+        left = {name: n for name, n in sorted(self.state.remaining.items()) if n}
+        if left:
+            self.state.attempts += 1
+            self.state.last_error = "not empty after the erase: " + ", ".join(
+                f"{name}={n}" for name, n in left.items()
+            )
+            self.jobs.record(self.tenant, self.job_id, "count", self.state)
+            raise ErasureIncomplete(self.state.last_error)
 
     def _sign(self) -> None:
         state = self.state
@@ -377,5 +440,8 @@ class _Job:
             keys_destroyed=max(state.keys_destroyed, deleted.get("data_keys", 0)),
             deleted=deleted,
             remaining=state.remaining,
+            beyond_reach=self.jobs.services.keyring.reach_facts(
+                self.jobs.services.settings.keystore_backup_retention_days
+            ),
         )
         self.jobs.finish(self.tenant, self.job_id, receipt)

@@ -212,7 +212,12 @@ STORES: tuple[Store, ...] = (
         "deployment_records",
         "operator tenant deletions and the receipt signing keys",
         NOT_PERSONAL,
-        tables=("tenant_deletions", "keyring_signing_keys"),
+        tables=(
+            "tenant_deletions",
+            "keyring_signing_keys",
+            "deployment_identity",
+            "keyring_identity",
+        ),
     ),
     Store(
         "freed_storage",

@@ -26,13 +26,17 @@ def signed_receipt(
     keys_destroyed: int,
     deleted: Mapping[str, int],
     remaining: Mapping[str, int],
+    beyond_reach: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """`{"receipt": {...}, "key_id", "signature"}`, one store entry per `remaining` key."""
+    """`{"receipt": {...}, "key_id", "signature"}`, one store entry per `remaining` key.
+
+    `beyond_reach`: copies no server can reach (keystore WAL archives, replicas, backups), each
+    `{"store", "present", "ages_out_after_days"?, "count"?}`, signed with the rest."""
     stores = [
         {"store": name, "deleted": int(deleted.get(name, 0)), "remaining": int(left)}
         for name, left in sorted(remaining.items())
     ]
-    body = {
+    body: dict[str, Any] = {
         "id": receipt_id,
         "tenant_id": tenant,
         "subject": {"user_id": subject.get("user_id"), "agent_id": subject.get("agent_id")},
@@ -43,5 +47,7 @@ def signed_receipt(
         "stores": stores,
         "verified": bool(stores) and all(s["remaining"] == 0 for s in stores),
     }
+    if beyond_reach is not None:
+        body["beyond_reach"] = beyond_reach
     key_id, signature = sign_document(keys, body)
     return {"receipt": body, "key_id": key_id, "signature": signature}

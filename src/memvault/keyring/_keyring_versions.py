@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memvault.errors import InvalidRequest
 from memvault.keyring._aead import ScopeAead, ScopeKeyset
+from memvault.keyring._binding import bind
 from memvault.scope import Scope
 
 if TYPE_CHECKING:
@@ -34,6 +35,32 @@ class KeyVersions:
     @staticmethod
     def _check_selector(tenant: str, user: str | None, agent: str | None) -> None:
         raise NotImplementedError
+
+    def forget(self, tenant: str, user: str | None = None, agent: str | None = None) -> None:
+        """Drop this process's unwrapped keys of (tenant[, user[, agent]]); the keystore keeps
+        them. Called when another worker may have shredded them (docs/keyring.md)."""
+        with self._lock:
+            self._forget(tenant, user, agent)
+
+    def _forget(self, tenant: str, user: str | None, agent: str | None) -> None:
+        raise NotImplementedError
+
+    def check_erasable(self) -> None:
+        """Refuse (`KeystoreNotErasable`) a keystore whose shred cannot reach deleted keys."""
+        self._store.check_erasable()
+
+    def reach_facts(self, backup_retention_days: int) -> list[dict[str, Any]]:
+        """Copies of the keystore a shred cannot reach (archives, replicas, backups)."""
+        return self._store.reach_facts(backup_retention_days)
+
+    def bind_database(self, database_id: str, tenants: list[str]) -> str:
+        """Bind this keystore to the database `database_id` on first use; return its own id.
+
+        `KeystoreMismatch` (one line) when it serves another database, or, never bound before,
+        lacks tenant keys of `tenants` (the database's tenants): a fresh keystore beside a
+        database that already has tenants would fork the key hierarchy.
+        """
+        return bind(self._store.engine, database_id, tenants)
 
     def destroy_versions_below(self, scope: Scope, version: int) -> int:
         """Delete the scope's data key versions older than `version`, then scrub the keystore.

@@ -35,6 +35,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.pool import StaticPool
 
 from memvault.errors import VaultError
+from memvault.keyring import _pg_scrub
 from memvault.scope import Scope
 
 metadata = MetaData()
@@ -76,6 +77,15 @@ rotations = Table(
     Column("state", String(16), nullable=False),
     Column("record", Text, nullable=False),  # JSON: selector, scopes and target versions, counts
     Column("created_at", BigInteger, nullable=False),
+)
+
+
+# Which database this keystore serves, and its own id (`Keyring.bind_database`).
+identity = Table(
+    "keyring_identity",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("value", String(256), nullable=False),
 )
 
 
@@ -315,9 +325,17 @@ class KeyStore:
     def scrub(self) -> None:
         """Move deletions from SQLite's WAL into the (secure-deleted) file; truncate the WAL.
 
+        PostgreSQL: rewrite the keystore tables and retire the WAL (`_pg_scrub.scrub`).
+
         Retries for up to `scrub_timeout` seconds while other connections block the checkpoint,
         then raises `ScrubFailed`.
         """
+        if self.backend == "postgresql":
+            try:
+                _pg_scrub.scrub(self.engine)
+            except _pg_scrub.KeystoreNotErasable as exc:
+                raise ScrubFailed(str(exc)) from None
+            return
         if not self._sqlite_file:
             return
         deadline = time.monotonic() + self.scrub_timeout
@@ -340,6 +358,24 @@ class KeyStore:
                     time.sleep(0.02)
             finally:
                 conn.exec_driver_sql(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+
+    def check_erasable(self) -> None:
+        """Refuse (`KeystoreNotErasable`) a PostgreSQL keystore whose scrub could not make
+        deleted keys unrecoverable; SQLite keystores always can (secure_delete)."""
+        if self.backend == "postgresql":
+            _pg_scrub.check_erasable(self.engine)
+
+    def reach_facts(self, backup_retention_days: int) -> list[dict[str, Any]]:
+        """Copies of the keystore no scrub reaches (archives, replicas, backups), as facts."""
+        if self.backend == "postgresql":
+            return _pg_scrub.reach_facts(self.engine, backup_retention_days)
+        return [
+            {
+                "store": "keystore_backups",
+                "present": True,
+                "ages_out_after_days": backup_retention_days,
+            }
+        ]
 
     def close(self) -> None:
         self.engine.dispose()

@@ -169,6 +169,10 @@ class Eraser:
         namespace = namespace_for(tenant)
         refusals = self._refusal_clause(subject)
         with self._parts.db.session(tenant) as sess:
+            # Lock order: `amem_jobs` before `notes`, as the A-MEM queue takes them
+            # (`AmemJobs.enqueue`/`finish`: job row, then the note's enrichment), so an erase
+            # and a worker finishing a job wait for each other instead of deadlocking.
+            jobs = int(sess.execute(delete(AmemJobRow).where(*_job_clause(subject))).rowcount)  # type: ignore[attr-defined]
             doomed = list(sess.execute(scoped_select(subject)).scalars())
             links = delete_links_of(sess, tenant, [r.id for r in doomed])
             self._parts.corpus.adjust(
@@ -176,7 +180,6 @@ class Eraser:
             )
             rows = int(sess.execute(scoped_delete(subject)).rowcount)  # type: ignore[attr-defined]
             replays = delete_idempotency_records(sess, tenant, user, agent)
-            jobs = int(sess.execute(delete(AmemJobRow).where(*_job_clause(subject))).rowcount)  # type: ignore[attr-defined]
             refused = int(sess.execute(delete(RefusalRow).where(*refusals)).rowcount)  # type: ignore[attr-defined]
         return {
             "notes": rows,

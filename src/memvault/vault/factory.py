@@ -13,11 +13,13 @@ from memvault.config import Settings, is_postgres_url
 from memvault.keyring import EnvMasterKey, FileMasterKey, Keyring, MasterKeyProvider
 from memvault.vault.audit import AuditLog
 from memvault.vault.datadir import DataDirLock, needs_lock, private_dir, private_sqlite_file
+from memvault.vault.deployment import LocalIndexClaim, bind_keystore
 from memvault.vault.embed import make_embedder
 from memvault.vault.embed.base import Embedder
 from memvault.vault.embed.cache import CachedEmbedder, EmbeddingCache
 from memvault.vault.embed.process import ProcessEmbedder
 from memvault.vault.erase import Eraser
+from memvault.vault.guard import ScopeGuard
 from memvault.vault.idempotency_records import idempotency_sweeper
 from memvault.vault.index import open_index
 from memvault.vault.index.base import VectorIndex
@@ -28,6 +30,7 @@ from memvault.vault.reindex import reindex_sweeper
 from memvault.vault.retrieval_log import RetrievalLog
 from memvault.vault.screen_gate import ScreenGate
 from memvault.vault.service import Vault, VaultParts
+from memvault.vault.shared_guard import SharedScopeGuard
 from memvault.vault.store.database import Database
 from memvault.vault.tenants import Tenants
 
@@ -187,6 +190,18 @@ def _open_parts(
     ring = keyring or Keyring.open(settings.resolved_keystore_url(), master_key_provider(settings))
     if keyring is None:
         opened.append(ring.close)
+    ring.check_erasable()
+    bind_keystore(db, ring)
+    guard = ScopeGuard()
+    releases: list[Callable[[], object]] = []  # closed last, with the services
+    if db.is_postgres:
+        if settings.qdrant_url is None and index is None and not settings.local_index_per_worker:
+            releases.append(LocalIndexClaim(db).close)
+            opened.append(releases[-1])
+        shared = SharedScopeGuard(database_url, settings.db_schema, ring)
+        releases.append(shared.close)
+        opened.append(shared.close)
+        guard = shared
     process_model: ProcessEmbedder | None = None
     model: Embedder
     if embedder is not None:
@@ -214,6 +229,7 @@ def _open_parts(
         embedder=CachedEmbedder(model, EmbeddingCache()),
         gate=gate,
         clock=clock,
+        guard=guard,
     )
     vault = Vault(
         parts,
@@ -223,7 +239,7 @@ def _open_parts(
     audit = AuditLog(db, clock, ring)
     gate.audit = audit
     keys = ApiKeys(db, clock, cache_seconds=settings.resolved_key_cache_seconds())
-    return Services(
+    services = Services(
         settings=settings,
         db=db,
         keyring=ring,
@@ -239,3 +255,5 @@ def _open_parts(
         embedder_process=process_model,
         sweepers=[idempotency_sweeper(db, clock), audit.flush_bursts, reindex_sweeper(vault)],
     )
+    services.on_close[:0] = releases  # `close` stops `on_close` in reverse: these go last
+    return services

@@ -283,6 +283,15 @@ class TenantDeletionRow(Base):
     updated_at: Mapped[float] = mapped_column(Float)
 
 
+class DeploymentIdentityRow(Base):
+    """The database's id and its bound keystore's id (`vault/deployment.py`); no tenant data."""
+
+    __tablename__ = "deployment_identity"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(String(256))
+
+
 TENANT_TABLES = (
     "notes",
     "links",

@@ -25,6 +25,7 @@ ERASE_TABLES = (
     "idempotency_keys",
     "corpus_stats",
     "erasure_jobs",
+    "amem_jobs",
 )
 """The tables an erase deletes from (a tenant deletion: every tenant table)."""
 

@@ -1,0 +1,120 @@
+"""Crypto-shredding that holds on a PostgreSQL keystore: rewrite the tables, retire the WAL.
+
+PostgreSQL never overwrites a deleted row in place: the tuple stays in its heap page until the
+page is rewritten, and every INSERT (and full-page image) of it stays in the WAL segments until
+they are removed. So after deleting keys, `scrub` rewrites every keystore table with
+`VACUUM FULL` (a new file from the live rows; the old one is truncated at commit and unlinked at
+the next checkpoint), switches to a new WAL segment and runs `CHECKPOINT`, after which the
+segments holding the deleted keys are older than the redo point and are removed. That removal
+is an `unlink` only when `wal_recycle` is off: with it on, PostgreSQL renames old segments for
+reuse and their bytes stay readable until overwritten, so `check_erasable` refuses that server.
+
+The keystore's login role must own its tables (it creates them), be a member of
+`pg_checkpoint` (PostgreSQL 15+) and may execute `pg_switch_wal()`: see docs/keyring.md.
+What no server can reach (WAL archives, base backups, replicas) is reported by `reach_facts`
+and signed into erase receipts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Engine, text
+
+from memvault.errors import VaultError
+
+KEYSTORE_TABLES = (
+    "keyring_data_keys",
+    "keyring_tenant_keys",
+    "keyring_index_keys",
+    "keyring_rotations",
+)
+"""The keystore tables a shred deletes from (all of them rewritten by every PostgreSQL scrub)."""
+
+
+class KeystoreNotErasable(VaultError):
+    """The PostgreSQL keystore cannot make deleted keys unrecoverable (a setting or a grant)."""
+
+    code = "keystore_not_erasable"
+
+
+def check_erasable(engine: Engine) -> None:
+    """Refuse a PostgreSQL keystore where a shred could not reach the deleted keys' bytes."""
+    with engine.connect() as conn:
+        row = conn.execute(
+            text(
+                "SELECT current_setting('wal_recycle'),"
+                " r.rolsuper OR pg_has_role(current_user, 'pg_checkpoint', 'MEMBER'),"
+                " has_function_privilege('pg_catalog.pg_switch_wal()', 'EXECUTE'),"
+                " (SELECT bool_and(pg_has_role(current_user, c.relowner, 'USAGE'))"
+                "    FROM pg_class c WHERE c.oid = ANY(:tables))"
+                " FROM pg_roles r WHERE r.rolname = current_user"
+            ),
+            {"tables": [_regclass(conn, t) for t in KEYSTORE_TABLES]},
+        ).one()
+    recycle, can_checkpoint, can_switch, owns = row
+    if recycle != "off":
+        raise KeystoreNotErasable(
+            "the keystore's PostgreSQL server has wal_recycle = on, which keeps deleted keys in "
+            "recycled WAL segments: set wal_recycle = off on that server (docs/keyring.md)"
+        )
+    if not can_checkpoint or not can_switch:
+        raise KeystoreNotErasable(
+            "the keystore's login role may not CHECKPOINT or run pg_switch_wal(): "
+            "GRANT pg_checkpoint and EXECUTE ON FUNCTION pg_switch_wal() to it (docs/keyring.md)"
+        )
+    if not owns:
+        raise KeystoreNotErasable(
+            "the keystore's login role does not own the keystore tables, so it cannot "
+            "VACUUM FULL them after a shred: let that role create them (docs/keyring.md)"
+        )
+
+
+def scrub(engine: Engine) -> None:
+    """Rewrite the keystore tables, switch the WAL and checkpoint; `ScrubFailed`-worthy errors
+    propagate as `KeystoreNotErasable` naming what failed (never a URL)."""
+    autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
+    step = "VACUUM FULL"
+    try:
+        with autocommit.connect() as conn:
+            for table in KEYSTORE_TABLES:
+                conn.execute(text(f'VACUUM (FULL) "{table}"'))
+            step = "pg_switch_wal()"
+            conn.execute(text("SELECT pg_switch_wal()"))
+            step = "CHECKPOINT"
+            conn.execute(text("CHECKPOINT"))
+    except Exception as exc:
+        raise KeystoreNotErasable(
+            f"the keystore scrub failed at {step} ({type(exc).__name__}): the keys are deleted, "
+            "but their bytes may remain in the keystore's files until a scrub succeeds"
+        ) from None
+
+
+def reach_facts(engine: Engine, backup_retention_days: int) -> list[dict[str, Any]]:
+    """What holds keystore bytes beyond the server's reach, as facts for a signed receipt."""
+    with engine.connect() as conn:
+        archive, replicas = conn.execute(
+            text(
+                "SELECT current_setting('archive_mode'), (SELECT count(*) FROM pg_stat_replication)"
+            )
+        ).one()
+    return [
+        {
+            "store": "keystore_wal_archive",
+            "present": archive != "off",
+            "ages_out_after_days": backup_retention_days,
+        },
+        {"store": "keystore_replicas", "present": int(replicas) > 0, "count": int(replicas)},
+        {
+            "store": "keystore_backups",
+            "present": True,
+            "ages_out_after_days": backup_retention_days,
+        },
+    ]
+
+
+def _regclass(conn: Any, table: str) -> int:
+    oid = conn.execute(text("SELECT to_regclass(:t)::oid"), {"t": table}).scalar()
+    if oid is None:
+        raise KeystoreNotErasable(f"the keystore table {table} is missing")
+    return int(oid)
