@@ -6,8 +6,8 @@ local one, refuses to start instead of forking the key hierarchy (docs/keyring.m
 holds no tenant data, so it has no `tenant_id` and no row-level security; the app role may read
 and insert (granted by `memvault db upgrade` like every table).
 
-Revision ID: 0009
-Revises: 0008
+Revision ID: 0010
+Revises: 0009
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0009"
-down_revision = "0008"
+revision = "0010"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 
