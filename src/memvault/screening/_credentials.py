@@ -33,6 +33,12 @@ The detectors live in private modules below this one:
 from __future__ import annotations
 
 from memvault.screening._entropy import DetectSecretsPlugins, entropy_findings
+from memvault.screening._indirect import (
+    login_findings,
+    next_sentence_findings,
+    passphrase_findings,
+    pin_findings,
+)
 from memvault.screening._joining import join_split_keywords
 from memvault.screening._keywords import keyword_findings
 from memvault.screening._model import Finding
@@ -42,6 +48,7 @@ from memvault.screening._nl_passwords import (
     nl_password_findings,
     zh_password_findings,
 )
+from memvault.screening._nl_world import world_password_findings
 from memvault.screening._token_patterns import aws_pair_findings, token_pattern_findings
 from memvault.screening._urls_headers import url_and_header_findings
 from memvault.screening._views import View, views
@@ -85,6 +92,11 @@ class CredentialScanner:
         found.extend(nl_password_findings(text))
         found.extend(nl_password_eu_findings(text))
         found.extend(zh_password_findings(text))
+        found.extend(world_password_findings(text))
+        found.extend(pin_findings(text))
+        found.extend(login_findings(text))
+        found.extend(passphrase_findings(text))
+        found.extend(next_sentence_findings(text))
         found.extend(context_findings(text))
         found.extend(url_and_header_findings(text))
         found.extend(entropy_findings(text))

@@ -21,7 +21,7 @@ from memvault.screening._secret_values import (
 
 # -- keyword assignments ----------------------------------------------------------------------
 _STRONG_KEYS = (
-    r"password|passwd|passwort|kennwort|passphrase|passcode|pwd|secret|contrase(?:ñ|n)a|senha|"
+    r"password|passwd|passwort|kennwort|passphrase|passcode|pwd|(?<![A-Za-z])pw(?![a-z])|secret|wachtwoord|contrase(?:ñ|n)a|senha|"
     r"mot[_\-.]?de[_\-.]?passe|palavra[_\-.]?passe"
 )
 _WEAK_KEYS = (
