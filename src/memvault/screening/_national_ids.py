@@ -112,13 +112,12 @@ _PASSPORT = re.compile(
     re.IGNORECASE,
 )
 _CONTEXT_WINDOW = 40
-_DIGITS_HINT = re.compile(r"\d{4}")
-_PASSPORT_HINT = re.compile(r"\d{6}")
+_DIGITS_HINT = re.compile(r"\d{3}")
 
 
 def national_id_spans(text: str) -> Iterator[Finding]:
     """National ids (validated by their checksums) and passport numbers after "passport"."""
-    if _DIGITS_HINT.search(text) is None and _PASSPORT_HINT.search(text) is None:
+    if _DIGITS_HINT.search(text) is None:
         return
     for spec in _IDS:
         for m in spec.regex.finditer(text):
