@@ -33,7 +33,14 @@ The detectors live in private modules below this one:
 from __future__ import annotations
 
 from memvault.screening._entropy import DetectSecretsPlugins, entropy_findings
-from memvault.screening._keywords import join_split_keywords, keyword_findings
+from memvault.screening._indirect import (
+    login_findings,
+    next_sentence_findings,
+    passphrase_findings,
+    pin_findings,
+)
+from memvault.screening._joining import join_split_keywords
+from memvault.screening._keywords import keyword_findings
 from memvault.screening._model import Finding
 from memvault.screening._nl_passwords import (
     context_findings,
@@ -41,8 +48,10 @@ from memvault.screening._nl_passwords import (
     nl_password_findings,
     zh_password_findings,
 )
+from memvault.screening._nl_world import world_password_findings
 from memvault.screening._token_patterns import aws_pair_findings, token_pattern_findings
 from memvault.screening._urls_headers import url_and_header_findings
+from memvault.screening._views import View, views
 
 
 class CredentialScanner:
@@ -52,19 +61,29 @@ class CredentialScanner:
         self._detect_secrets = DetectSecretsPlugins()
 
     def findings(self, text: str) -> list[Finding]:
-        """Every credential finding in `text`, in order of position (spans index `text`)."""
-        joined, positions = join_split_keywords(text)
-        found = self._scan(joined)
-        if positions is not None:
-            found = [
-                Finding(f.detector, f.family, positions[f.start], positions[f.end - 1] + 1)
-                if f.end > f.start
-                else f
-                for f in found
-            ]
+        """Every credential finding in `text`, in order of position (spans index `text`).
+
+        The detectors read the text and its views (escapes decoded, look-alikes folded to
+        their UTS #39 prototypes), each with split keywords and letter-spaced runs joined.
+        """
+        found: list[Finding] = []
+        for view in views(text):
+            found.extend(self._scan_view(view))
         unique = list(dict.fromkeys(found))
         unique.sort(key=lambda f: (f.start, -f.end))
         return unique
+
+    def _scan_view(self, view: View) -> list[Finding]:
+        joined, positions = join_split_keywords(view.text)
+        found = self._scan(joined)
+        mapped: list[Finding] = []
+        for f in found:
+            start, end = f.start, f.end
+            if positions is not None and end > start:
+                start, end = positions[start], positions[end - 1] + 1
+            start, end = view.span(start, end)
+            mapped.append(Finding(f.detector, f.family, start, end))
+        return mapped
 
     def _scan(self, text: str) -> list[Finding]:
         found: list[Finding] = []
@@ -73,6 +92,11 @@ class CredentialScanner:
         found.extend(nl_password_findings(text))
         found.extend(nl_password_eu_findings(text))
         found.extend(zh_password_findings(text))
+        found.extend(world_password_findings(text))
+        found.extend(pin_findings(text))
+        found.extend(login_findings(text))
+        found.extend(passphrase_findings(text))
+        found.extend(next_sentence_findings(text))
         found.extend(context_findings(text))
         found.extend(url_and_header_findings(text))
         found.extend(entropy_findings(text))

@@ -1,7 +1,7 @@
-"""Keyword assignments (`password: ...`, `api_key = "..."`) and the joining of split keywords.
+"""Keyword assignments (`password: ...`, `api_key = "..."`, `pw:...`).
 
-`join_split_keywords` runs first, so "pass word", "pass-word" and "p a s s w o r d" read as
-"password" for every detector; the scanner maps finding spans back to the text it was given.
+The scanner joins split keywords first (`_joining`), so "pass word", "pass-word" and
+"p a s s w o r d" read as "password" here too.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from memvault.screening._secret_values import (
 
 # -- keyword assignments ----------------------------------------------------------------------
 _STRONG_KEYS = (
-    r"password|passwd|passwort|kennwort|passphrase|passcode|pwd|secret|contrase(?:ñ|n)a|senha|"
+    r"password|passwd|passwort|kennwort|passphrase|passcode|pwd|(?<![A-Za-z])pw(?![a-z])|secret|wachtwoord|contrase(?:ñ|n)a|senha|"
     r"mot[_\-.]?de[_\-.]?passe|palavra[_\-.]?passe"
 )
 _WEAK_KEYS = (
@@ -110,58 +110,3 @@ def keyword_findings(text: str) -> Iterator[Finding]:
                 m.start(group),
                 m.end(group),
             )
-
-
-# -- split keywords ----------------------------------------------------------------------------
-# "pass word", "pass-word", "Kenn wort", "contra seña": a keyword split where its parts meet
-_SPLIT_SEP = r"(?:[ \t]{1,3}|[ \t]?[\-_.·‐‑][ \t]?|-[ \t]*\r?\n[ \t]*)"
-_SPLIT_WORDS = re.compile(
-    r"(?=[pkcPKC])(?<![^\W\d_])(?:pass"
-    + _SPLIT_SEP
-    + r"(?:word|wort|phrase|code)|kenn"
-    + _SPLIT_SEP
-    + "wort|"
-    r"contra" + _SPLIT_SEP + r"se(?:ñ|n)a|palavra" + _SPLIT_SEP + r"passe)(?![^\W\d_])",
-    re.IGNORECASE,
-)
-# "p a s s w o r d", "p-a-s-s-w-o-r-d", "s.e.c.r.e.t": letters apart, one separator throughout
-_SPACED_KEYWORDS = (
-    "password",
-    "passwort",
-    "passphrase",
-    "passcode",
-    "passwd",
-    "kennwort",
-    "secret",
-    "senha",
-    "contraseña",
-    "contrasena",
-)
-
-
-def _letter_spaced(word: str, n: int) -> str:
-    sep = rf"(?P<s{n}>[ \t]{{1,2}}|[ \t]?[\-_.·*][ \t]?)"
-    return word[0] + sep + f"(?P=s{n})".join(re.escape(ch) for ch in word[1:])
-
-
-_LETTER_SPACED = re.compile(
-    r"(?=[pskcPSKC][ \t\-_.·*])(?<![^\W\d_])(?:"
-    + "|".join(_letter_spaced(word, n) for n, word in enumerate(_SPACED_KEYWORDS))
-    + r")(?![^\W\d_])",
-    re.IGNORECASE,
-)
-
-
-def join_split_keywords(text: str) -> tuple[str, list[int] | None]:
-    """`text` with split keywords joined, and each character's position in `text`.
-
-    The positions are None when nothing was joined (the text is returned as it is).
-    """
-    drop: set[int] = set()
-    for regex in (_SPLIT_WORDS, _LETTER_SPACED):
-        for m in regex.finditer(text):
-            drop.update(i for i in range(m.start(), m.end()) if not text[i].isalpha())
-    if not drop:
-        return text, None
-    positions = [i for i in range(len(text)) if i not in drop]
-    return "".join(text[i] for i in positions), positions

@@ -28,13 +28,14 @@ class PiiAction(StrEnum):
     ALLOW = "allow"
 
 
-PII_TYPES: tuple[str, ...] = ("email", "phone", "card", "iban", "ssn", "ip")
+PII_TYPES: tuple[str, ...] = ("email", "phone", "card", "iban", "ssn", "ip", "national_id")
 """The PII types the screen knows (policy keys and `ScreenResult.redacted_types` entries).
 
 Each is redacted as a typed placeholder: `[EMAIL]`, `[PHONE]`, `[CARD]`, `[IBAN]`, `[SSN]`,
-`[IP]`, or with a pseudonym function `[PHONE:7f3a9c]`, a keyed pseudonym of the value's
-canonical form (phone E.164, email casefolded, card/SSN digits, IBAN upper-case alphanumerics,
-IP `ipaddress` form). Placeholders pass a second screening unchanged.
+`[IP]`, `[NATIONAL_ID]` (national ids checked by their checksums, passport numbers), or with
+a pseudonym function `[PHONE:7f3a9c]`, a keyed pseudonym of the value's canonical form (phone
+E.164, email casefolded, card/SSN digits, IBAN and national id upper-case alphanumerics, IP
+`ipaddress` form). Placeholders pass a second screening unchanged.
 """
 
 REFUSAL_CODES: frozenset[str] = frozenset(

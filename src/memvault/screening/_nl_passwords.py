@@ -21,7 +21,7 @@ from memvault.screening._secret_values import (
 
 # -- natural-language passwords ---------------------------------------------------------------
 _NL_PASSWORD = re.compile(
-    r"\b(?P<kw>pass(?:word|phrase|code)|passwd|pwd|wi-?fi\s+key|"
+    r"\b(?P<kw>pass(?:word|phrase|code)|passwd|pwd|pw|wi-?fi\s+key|"
     r"(?P<numeric>pin(?:\s+code)?|(?:door|gate|alarm|safe|lock|entry|access)\s+code))"
     r"(?P<mid>\s+(?:for|of|to|on)\s+[^\n.!?]{1,50}?)?"
     r"\s+(?:(?:is|was|has\s+been|got)\s+(?:set|changed|reset)\s+to|(?:set|changed|reset)\s+to|"

@@ -1,4 +1,4 @@
-"""PII detection: emails, phone numbers, payment cards, IBANs, US SSNs and IP addresses.
+"""PII detection: emails, phones, cards, IBANs, US SSNs, IPs and national ids.
 
 Each detector validates what its pattern finds (Luhn for cards, mod-97 for IBANs, the SSA's
 rules for SSNs, `ipaddress` for IPs, `phonenumbers` for phones), so that order numbers, dates and
@@ -20,6 +20,11 @@ import phonenumbers
 from phonenumbers import Leniency, NumberParseException, PhoneNumberFormat, PhoneNumberMatcher
 
 from memvault.screening._model import Finding
+from memvault.screening._national_ids import (
+    deobfuscate_email,
+    national_id_spans,
+    obfuscated_email_spans,
+)
 
 PII = "pii"
 
@@ -27,7 +32,8 @@ PSEUDONYM_RE = re.compile(r"[0-9a-f]{4,16}")
 """What a pseudonym function must return: 4 to 16 lowercase hex characters."""
 # a placeholder this screen wrote (or the lower-case `[phone]` of earlier versions)
 PLACEHOLDER_RE = re.compile(
-    r"\[(?:EMAIL|PHONE|CARD|IBAN|SSN|IP)(?::[0-9a-f]{4,16})?\]|\[(?:email|phone|card|iban|ssn|ip)\]"
+    r"\[(?:EMAIL|PHONE|CARD|IBAN|SSN|IP|NATIONAL_ID)(?::[0-9a-f]{4,16})?\]|"
+    r"\[(?:email|phone|card|iban|ssn|ip)\]"
 )
 
 _EMAIL = re.compile(
@@ -233,7 +239,9 @@ def canonical_value(pii_type: str, raw: str) -> str:
     if pii_type == "phone":
         return _canonical_phone(raw)
     if pii_type == "email":
-        return raw.casefold()
+        return deobfuscate_email(raw).casefold()
+    if pii_type == "national_id":
+        return re.sub(r"[^A-Za-z0-9]", "", raw).upper()
     if pii_type in ("card", "ssn"):
         return re.sub(r"\D", "", raw)
     if pii_type == "iban":
@@ -251,6 +259,8 @@ def placeholder(pii_type: str, pseudonym: str | None) -> str:
 # Earlier detectors win overlaps: an email's digits are not a phone, an IBAN's not a card.
 _DETECTORS = (
     ("email", _email_spans),
+    ("email", obfuscated_email_spans),
+    ("national_id", national_id_spans),
     ("iban", _iban_spans),
     ("card", _card_spans),
     ("ssn", _ssn_spans),
@@ -266,9 +276,20 @@ def _checksum_shaped(text: str) -> list[tuple[int, int]]:
     as a phone number.
     """
     spans = [m.span() for m in _CARD.finditer(text)]
+    spans += [(f.start, f.end) for f in national_id_spans(text)]
     spans += [m.span() for m in _SSN.finditer(text) if m.group(2) == "-"]
     spans += [m.span() for m in _IBAN.finditer(text) if m.group(0)[:2].upper() in _IBAN_LENGTHS]
     return spans
+
+
+def _glued(text: str, start: int, end: int) -> bool:
+    """Whether a span starts or ends inside a run of ASCII letters and digits."""
+    before = text[start - 1] if start > 0 else ""
+    after = text[end] if end < len(text) else ""
+    inner_first, inner_last = text[start], text[end - 1]
+    return (before.isascii() and before.isalnum() and inner_first.isalnum()) or (
+        after.isascii() and after.isalnum() and inner_last.isalnum()
+    )
 
 
 def pii_findings(text: str) -> list[Finding]:
@@ -281,6 +302,8 @@ def pii_findings(text: str) -> list[Finding]:
     placeholders = [m.span() for m in PLACEHOLDER_RE.finditer(text)] if "[" in text else []
     for name, detect in _DETECTORS:
         for finding in detect(text):
+            if _glued(text, finding.start, finding.end):
+                continue  # "X1234567": part of a longer token, never cut in half
             if not all(finding.end <= k.start or finding.start >= k.end for k in kept):
                 continue
             if any(finding.start < end and finding.end > start for start, end in placeholders):
