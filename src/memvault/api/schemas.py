@@ -414,7 +414,8 @@ class ScreenPolicyIn(Strict):
     """
 
     pii: dict[
-        Literal["email", "phone", "card", "iban", "ssn", "ip", "national_id"], Literal["redact", "refuse", "allow"]
+        Literal["email", "phone", "card", "iban", "ssn", "ip", "national_id"],
+        Literal["redact", "refuse", "allow"],
     ] = Field(default_factory=dict)
     allow_suspicious_shared: bool = False
     ttl_days: TtlDefaults = Field(default_factory=TtlDefaults)
