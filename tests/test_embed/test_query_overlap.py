@@ -149,6 +149,19 @@ def _log_calls(obj: object, names: tuple[str, ...], events: list[str], label: st
         setattr(obj, name, logged)
 
 
+def _log_record_reads(view: object, events: list[str]) -> None:
+    """Log the view's `live_records` calls: "rows" for a full or hybrid search's result records
+    (read with their links), "records" for the others (a dense search's hits, the re-ranking
+    stage's read of the pool's sealed flags)."""
+    real = view.live_records  # type: ignore[attr-defined]
+
+    def logged(ids: object, with_links: bool = False):  # type: ignore[no-untyped-def]
+        events.append("rows" if with_links else "records")
+        return real(ids, with_links=with_links)
+
+    view.live_records = logged  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize("mode", ["hybrid", "full", "dense", "full, another search running"])
 def test_a_search_runs_its_bm25_half_while_the_child_embeds(
     tmp_path: Path, process_embedder: ProcessEmbedder, embedder: Embedder, mode: str
@@ -166,7 +179,7 @@ def test_a_search_runs_its_bm25_half_while_the_child_embeds(
         lisbon = view.add("Alice flies to Lisbon on Friday morning")
         view.add("Bob keeps bees on the roof of the depot")
         _log_calls(services.vault.parts.index, ("search_sparse", "search_dense"), events)
-        _log_calls(view, ("live_records",), events, "rows")
+        _log_record_reads(view, events)
         events.clear()
         with contextlib.ExitStack() as others:
             if mode.endswith("running"):  # as another request thread's search would count
@@ -179,7 +192,7 @@ def test_a_search_runs_its_bm25_half_while_the_child_embeds(
         assert events[:3] == ["submit", "search_sparse", "await"], events
         assert events.count("rows") == 1 and events.index("rows") > events.index("search_dense")
     elif mode == "dense":
-        assert events == ["submit", "await", "search_dense", "rows"]
+        assert events == ["submit", "await", "search_dense", "records"], events
     elif mode == "hybrid":
         assert events[:3] == ["submit", "search_sparse", "await"], events
         assert "search_dense" in events[3:] and "embed_query" not in events
@@ -217,7 +230,7 @@ def test_rows_read_ahead_give_a_full_search_the_results_of_rows_read_after(
         # Heat stays as it is between the searches: no retrieval is counted.
         services.vault.parts.retrievals.record = lambda tenant, ids: None  # type: ignore[method-assign]
         statements: list[str] = []
-        _log_calls(view, ("live_records",), statements, "rows")
+        _log_record_reads(view, statements)
         embedder = services.vault.parts.embedder
         begin = embedder.begin_query
 
@@ -232,7 +245,7 @@ def test_rows_read_ahead_give_a_full_search_the_results_of_rows_read_after(
                 statements.clear()
                 hits = view.search(QUERY, limit=limit, mode="full")
                 found[(limit, read_ahead)] = [(h.note.id, h.score, h.via) for h in hits]
-                reads[(limit, read_ahead)] = len(statements)
+                reads[(limit, read_ahead)] = statements.count("rows")
                 assert all(h.note.agent == "planner" for h in hits), "another agent's private note"
     finally:
         services.close()

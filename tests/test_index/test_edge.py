@@ -324,14 +324,13 @@ def test_edge_lru_under_concurrent_use_loses_nothing(tmp_path: Path) -> None:
 
 def test_edge_indexes_only_scope_fields_and_still_filters_on_the_others(tmp_path: Path) -> None:
     """A new partition indexes the fields of a search's scope filter; the rarely filtered ones
-    (`agent_id`, `note_type`, `alias_of`) are matched against the stored payload, correctly."""
+    (`agent_id`, `note_type`) are matched against the stored payload, correctly."""
     from qdrant_edge import EdgeShard
 
     index = EdgeIndex(tmp_path, DIM)
-    survivor = "0190a1b2-0000-7000-8000-000000000001"
     keep = point(axis(0), agent="a1", note_type="fact")
     other_agent = point(axis(1), agent="a2", note_type="fact")
-    knowledge = point(axis(2), agent="a1", note_type="knowledge", alias_of=survivor)
+    knowledge = point(axis(2), agent="a1", note_type="knowledge")
     index.upsert("t1", [keep, other_agent, knowledge])
 
     def ids(where: PointFilter) -> set[str]:
@@ -339,7 +338,6 @@ def test_edge_indexes_only_scope_fields_and_still_filters_on_the_others(tmp_path
 
     assert ids(PointFilter(user_id="u1", agent_id="a2")) == {other_agent.id}
     assert ids(PointFilter(user_id="u1", note_type="knowledge")) == {knowledge.id}
-    assert ids(PointFilter(user_id="u1", alias_of=survivor)) == {knowledge.id}
     hits = index.search_dense("t1", axis(0), PointFilter(user_id="u1", agent_id="a1"), 5)
     assert [h.id for h in hits] == [keep.id, knowledge.id]
     index.delete_where("t1", PointFilter(user_id="u1", agent_id="a2"))  # erasing an agent

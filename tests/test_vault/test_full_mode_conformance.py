@@ -198,6 +198,9 @@ def test_full_mode_orders_results_as_the_reference_formula(
     parts = services.vault.parts
     monkeypatch.setattr(parts, "clock", lambda: NOW)  # heat ages fixed between the two runs
     monkeypatch.setattr(parts.retrievals, "record", lambda *a, **k: None)  # counts fixed too
+    # The formula is compared without the re-ranking stage that follows fusion (it came later,
+    # and tests/test_vault/test_rerank.py checks it over this retriever).
+    monkeypatch.setattr("memvault.vault.retrieve.pool_reranker", lambda *a, **k: None)
     view = services.vault.scoped(Scope("t1", "alice", "planner"))
     reference = ReferenceRetriever(view)
     reordered = graph_admitted = 0

@@ -304,5 +304,6 @@ TENANT_TABLES = (
 )
 """Tables with row-level security on PostgreSQL."""
 
-OPERATOR_TABLES = ("tenants", "tenant_deletions")
-"""Tables without a per-tenant primary key: the tenant registry and the operator's deletions."""
+OPERATOR_TABLES = ("tenants", "tenant_deletions", "deployment_identity")
+"""Tables without a per-tenant primary key: the tenant registry, the operator's deletions and the
+deployment's identity (the database's id and its bound keystore's)."""
