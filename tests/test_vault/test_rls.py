@@ -21,6 +21,8 @@ from sqlalchemy.exc import DBAPIError
 from typer.testing import CliRunner
 
 from memvault.cli_db import db_app
+from memvault.keyring import Keyring
+from memvault.keyring._master import LocalMasterKey
 from memvault.vault.principals import ApiKeys
 from memvault.vault.store.database import (
     APP_ROLE,
@@ -101,6 +103,13 @@ def throwaway_role(pg: Pg) -> Iterator[Callable[[str], str]]:
                 conn.execute(text(f"DROP ROLE {name}"))
     finally:
         engine.dispose()
+
+
+def _api_keys(db: Database) -> ApiKeys:
+    """Key issuing with a real keyring (in-memory keystore, a random master key)."""
+    import os
+
+    return ApiKeys(db, lambda: 0.0, Keyring.open("sqlite://", LocalMasterKey(os.urandom(32))))
 
 
 def tenant_tables(conn: Connection) -> set[str]:
@@ -233,7 +242,7 @@ def test_row_security_off_errors_instead_of_reading(app_db: Database) -> None:
 
 
 def test_tenants_rows_are_per_tenant_and_ids_list_through_the_function(app_db: Database) -> None:
-    tenants = Tenants(app_db, ApiKeys(app_db, lambda: 0.0), lambda: 0.0)
+    tenants = Tenants(app_db, _api_keys(app_db), lambda: 0.0)
     tenants.create("t1")
     tenants.create("t2")
     assert app_db.tenant_ids() == ["t1", "t2"]
@@ -269,8 +278,8 @@ def test_sqlite_tenant_ids(tmp_path: Path) -> None:
     db = Database(f"sqlite:///{tmp_path / 'm.db'}")
     try:
         db.migrate()
-        Tenants(db, ApiKeys(db, lambda: 0.0), lambda: 0.0).create("beta")
-        Tenants(db, ApiKeys(db, lambda: 0.0), lambda: 0.0).create("alpha")
+        Tenants(db, _api_keys(db), lambda: 0.0).create("beta")
+        Tenants(db, _api_keys(db), lambda: 0.0).create("alpha")
         assert db.tenant_ids() == ["alpha", "beta"]
     finally:
         db.dispose()
@@ -431,7 +440,7 @@ def test_db_upgrade_from_scratch_via_the_cli(tmp_path: Path) -> None:
         db = Database(app_url, schema=schema)
         try:
             db.migrate()
-            Tenants(db, ApiKeys(db, lambda: 0.0), lambda: 0.0).create("acme")
+            Tenants(db, _api_keys(db), lambda: 0.0).create("acme")
             assert db.tenant_ids() == ["acme"]
             with db.engine.connect() as conn:
                 assert conn.execute(text("SELECT current_user")).scalar_one() == role
@@ -459,8 +468,8 @@ def test_db_upgrade_by_a_non_superuser_owner(throwaway_role: Callable[[str], str
         db = Database(app_role_url(admin_url, app), schema=schema)
         try:
             db.migrate()
-            Tenants(db, ApiKeys(db, lambda: 0.0), lambda: 0.0).create("acme")
-            Tenants(db, ApiKeys(db, lambda: 0.0), lambda: 0.0).create("beta")
+            Tenants(db, _api_keys(db), lambda: 0.0).create("acme")
+            Tenants(db, _api_keys(db), lambda: 0.0).create("beta")
             assert db.tenant_ids() == ["acme", "beta"]  # the definer reads as the owner
             with db.session("acme") as sess:
                 assert sess.execute(text("SELECT count(*) FROM tenants")).scalar_one() == 1

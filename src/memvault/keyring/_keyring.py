@@ -20,6 +20,7 @@ from memvault.keyring._aead import (
     ScopeKeyset,
     encode_fields,
 )
+from memvault.keyring._api_key_peppers import ApiKeyPeppers
 from memvault.keyring._index_key import IndexKey
 from memvault.keyring._keyring_versions import KeyVersions
 from memvault.keyring._keystore import KeyStore
@@ -55,7 +56,7 @@ def _record_aad(tenant: str, purpose: str, record_id: str) -> bytes:
     )
 
 
-class Keyring(KeyVersions, Unpicklable):
+class Keyring(KeyVersions, ApiKeyPeppers, Unpicklable):
     """Hands out per-scope AEAD handles and per-tenant index keys; shreds and rotates keys.
 
     Thread-safe. Unwrapped keys are cached in memory; `shred` and `rotate_scope` invalidate the

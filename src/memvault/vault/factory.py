@@ -23,6 +23,7 @@ from memvault.vault.guard import ScopeGuard
 from memvault.vault.idempotency_records import idempotency_sweeper
 from memvault.vault.index import open_index
 from memvault.vault.index.base import VectorIndex
+from memvault.vault.key_digests import upgrade_legacy_digests
 from memvault.vault.maintenance import DEFAULT_GRACE_SECONDS, Maintenance
 from memvault.vault.principals import ApiKeys
 from memvault.vault.reconcile import Reconciler, ReconcileReport
@@ -192,6 +193,7 @@ def _open_parts(
         opened.append(ring.close)
     ring.check_erasable()
     bind_keystore(db, ring)
+    upgrade_legacy_digests(db, ring)  # once per deployment: plain SHA-256 digests to HMACs
     guard = ScopeGuard()
     releases: list[Callable[[], object]] = []  # closed last, with the services
     if db.is_postgres:
@@ -238,7 +240,7 @@ def _open_parts(
     )
     audit = AuditLog(db, clock, ring)
     gate.audit = audit
-    keys = ApiKeys(db, clock, cache_seconds=settings.resolved_key_cache_seconds())
+    keys = ApiKeys(db, clock, ring, cache_seconds=settings.resolved_key_cache_seconds())
     services = Services(
         settings=settings,
         db=db,

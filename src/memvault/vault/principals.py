@@ -1,7 +1,13 @@
-"""API keys and principals. A key is stored as key id + SHA-256 of its secret, never the secret.
+"""API keys and principals. A key is stored as its key id and a digest, never the secret.
 
 Token format: `mvk_<tenant>.<key id>.<secret>`. The tenant travels in the token so the lookup can
 run inside that tenant's row-level-security context; key id and secret never contain a dot.
+
+The digest (column `secret_sha256`, a name kept from its first scheme) is an HMAC under the
+tenant's API key pepper (`IndexKey.api_key_digest`), which lives in the keystore wrapped under
+the master key provider, never in the data store: a row written through SQL, with a digest its
+writer computed, never authenticates. Plain SHA-256 digests of older releases are upgraded once,
+at start-up (`upgrade_legacy_digests`); after that, one is never accepted or upgraded again.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ import secrets
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Literal, cast
+from typing import TYPE_CHECKING, Literal, Protocol, cast
 
 from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.orm import Session
@@ -23,6 +29,9 @@ from memvault.vault.key_cache import VerifiedKeys
 from memvault.vault.store.database import Database
 from memvault.vault.store.driver_sql import DriverStatement
 from memvault.vault.store.models import ApiKeyRow
+
+if TYPE_CHECKING:
+    from memvault.keyring import IndexKey
 
 Role = Literal["agent", "tenant_admin", "auditor", "operator"]
 ROLES: tuple[Role, ...] = ("agent", "tenant_admin", "auditor", "operator")
@@ -60,8 +69,18 @@ class IssuedKey:
     role: Role
 
 
+class Peppers(Protocol):
+    """Where API key peppers come from (`Keyring`)."""
+
+    def api_key_pepper(self, tenant: str, *, create: bool = False) -> IndexKey | None: ...
+
+
 def sha256_hex(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+_NO_MATCH = "h1" + "0" * 62
+"""Compared against when there is no row or no pepper, so timing says nothing about key ids."""
 
 
 def split_token(token: str) -> tuple[str, str, str]:
@@ -84,10 +103,17 @@ class ApiKeys:
     """
 
     def __init__(
-        self, db: Database, clock: Callable[[], float], *, cache_seconds: float = 0.0
+        self,
+        db: Database,
+        clock: Callable[[], float],
+        peppers: Peppers,
+        *,
+        cache_seconds: float = 0.0,
     ) -> None:
+        """`peppers` (the `Keyring`) gives each tenant's API key pepper."""
         self._db = db
         self._clock = clock
+        self._peppers = peppers
         self.verified = VerifiedKeys(cache_seconds)
 
     def issue(self, tenant: str, user: str, agent: str, role: str) -> IssuedKey:
@@ -101,12 +127,15 @@ class ApiKeys:
             raise InvalidRequest("agent_id 'shared' is reserved for the shared scope")
         key_id = secrets.token_hex(8)
         secret = secrets.token_urlsafe(32)
+        pepper = self._peppers.api_key_pepper(tenant, create=True)
+        assert pepper is not None
+        digest = pepper.api_key_digest(key_id, hashlib.sha256(secret.encode()).digest())
         with self._db.session(tenant) as sess:
             sess.add(
                 ApiKeyRow(
                     tenant_id=tenant,
                     key_id=key_id,
-                    secret_sha256=sha256_hex(secret),
+                    secret_sha256=digest,
                     user_id=user,
                     agent_id=agent,
                     role=role,
@@ -175,9 +204,13 @@ class ApiKeys:
         with self._db.driver_transaction(tenant) as conn:
             found = _KEY_BY_ID.rows(conn, {"tenant_id": tenant, "key_id": key_id})
         row = found[0] if found else None
-        # Compare a digest even when the row is missing, so timing says nothing about key ids.
-        expected = str(row[0]) if row is not None else sha256_hex("")
-        matches = hmac.compare_digest(expected, digest)
+        pepper = self._peppers.api_key_pepper(tenant) if row is not None else None
+        # Compare a digest even when the row is missing, so timing says little about key ids.
+        expected = str(row[0]) if row is not None and pepper is not None else _NO_MATCH
+        computed = (
+            pepper.api_key_digest(key_id, bytes.fromhex(digest)) if pepper is not None else ""
+        )
+        matches = hmac.compare_digest(expected, computed or _NO_MATCH) and bool(computed)
         if row is None or not matches or row[1] is not None:
             raise AuthenticationError("invalid or revoked api key")
         principal = Principal(tenant, str(row[2]), str(row[3]), cast(Role, row[4]), key_id)
@@ -237,7 +270,8 @@ _KEY_BY_ID = DriverStatement(
 
 @dataclass(frozen=True, slots=True)
 class PresentedKey:
-    """A tenant key as presented: its tenant and key id, and the SHA-256 of its secret."""
+    """A tenant key as presented: its tenant and key id, and the SHA-256 of its secret (hex;
+    compared in memory by the cache, and HMACed under the pepper against the stored digest)."""
 
     tenant: str
     key_id: str
