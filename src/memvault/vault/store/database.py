@@ -30,8 +30,12 @@ from sqlalchemy.orm import Session, sessionmaker
 from memvault.config import is_postgres_url
 from memvault.errors import VaultError
 from memvault.observability import instrument_engine
+from memvault.vault.store.app_role import ensure_app_role
+from memvault.vault.store.app_role import ident as _ident
 from memvault.vault.store.driver_sql import DriverConnection
+from memvault.vault.store.login_checks import warn_if_passwordless
 from memvault.vault.store.models import TenantRow
+from memvault.vault.store.operator_tables import operator_table_statements
 from memvault.vault.store.row_security import row_security_problems
 
 log = logging.getLogger(__name__)
@@ -134,6 +138,7 @@ class Database:
             return
         with self.engine.connect() as conn:
             problems = row_security_problems(conn)
+            warn_if_passwordless(conn)
         if problems:
             raise RowSecurityNotEnforced("refusing to serve: " + "; ".join(problems))
 
@@ -242,12 +247,14 @@ def upgrade_database(
     """`memvault db upgrade`: migrate to the newest revision; return it.
 
     SQLite: the same as `Database.migrate()`. PostgreSQL: `admin_url` logs in as the tables'
-    owner (it needs CREATEROLE to create the app role). Creates the schema if named, creates
-    the login role `app_role` if missing (NOSUPERUSER NOBYPASSRLS), runs Alembic, and grants the
+    owner. Creates the schema if named, creates the login role `app_role` if missing
+    (NOSUPERUSER NOBYPASSRLS; an owner without CREATEROLE needs it created once by a superuser:
+    `memvault.vault.store.app_role`), runs Alembic (which grants to `app_role`), and grants the
     role what serving needs and no more: USAGE on the schema, SELECT/INSERT/UPDATE/DELETE on
     the tables (SELECT only on `alembic_version`), EXECUTE on `memvault_tenant_ids()`, and the
     same by default on tables created later. `app_password`, if given, becomes the role's
-    password (hashed to a SCRAM verifier on this side, so it never appears in SQL).
+    password (hashed to a SCRAM verifier on this side, so it never appears in SQL) unless it
+    already opens the role.
     Idempotent; serialised cluster-wide by an advisory lock.
     """
     head = str(_script().get_current_head())
@@ -277,8 +284,8 @@ def upgrade_database(
                 conn.execute(text(f"CREATE SCHEMA IF NOT EXISTS {_ident(schema)}"))
         with engine.begin() as conn:
             conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _UPGRADE_LOCK})
-            _ensure_app_role(conn, app_role, app_password)
-            _run_alembic(conn)
+            ensure_app_role(conn, app_role, app_password)
+            _run_alembic(conn, app_role)
             _grant_app_role(conn, app_role)
     finally:
         engine.dispose()
@@ -309,45 +316,11 @@ def _script() -> ScriptDirectory:
     return ScriptDirectory.from_config(_alembic_config())
 
 
-def _run_alembic(conn: Connection) -> None:
+def _run_alembic(conn: Connection, app_role: str | None = None) -> None:
     cfg = _alembic_config()
     cfg.attributes["connection"] = conn
+    cfg.attributes["app_role"] = app_role  # the migrations grant to it (PostgreSQL)
     command.upgrade(cfg, "head")
-
-
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _ensure_app_role(conn: Connection, role: str, password: str | None) -> None:
-    """Create the app login role if missing (LOGIN, and nothing that could bypass RLS)."""
-    row = conn.execute(
-        text("SELECT rolcanlogin FROM pg_roles WHERE rolname = :r"), {"r": role}
-    ).one_or_none()
-    if row is None:
-        conn.execute(
-            text(
-                f"CREATE ROLE {_ident(role)} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB "
-                "NOCREATEROLE NOREPLICATION"
-            )
-        )
-    elif not row[0]:
-        conn.execute(text(f"ALTER ROLE {_ident(role)} LOGIN"))
-    if password:
-        verifier = _scram_verifier(conn, role, password)
-        # exec_driver_sql: the verifier's colons are not bind parameters.
-        conn.exec_driver_sql(f"ALTER ROLE {_ident(role)} PASSWORD '{verifier}'")
-
-
-def _scram_verifier(conn: Connection, role: str, password: str) -> str:
-    pgconn = getattr(conn.connection.dbapi_connection, "pgconn", None)
-    if pgconn is None:
-        raise DatabaseNotReady("setting the app role's password needs the psycopg driver")
-    verifier = bytes(pgconn.encrypt_password(password.encode(), role.encode(), b"scram-sha-256"))
-    value = verifier.decode("ascii")
-    if not re.fullmatch(r"SCRAM-SHA-256\$[A-Za-z0-9+/=:$]+", value):
-        raise DatabaseNotReady("unexpected password verifier format")
-    return value
 
 
 def _grant_app_role(conn: Connection, role: str) -> None:
@@ -364,6 +337,7 @@ def _grant_app_role(conn: Connection, role: str) -> None:
         f"GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO {r}",
         f"ALTER DEFAULT PRIVILEGES IN SCHEMA {s} GRANT USAGE, SELECT ON SEQUENCES TO {r}",
         f"GRANT EXECUTE ON FUNCTION {s}.{TENANT_IDS_FUNCTION}() TO {r}",
+        *operator_table_statements(s, r),  # tenant_deletions: the least a deletion needs
     ):
         conn.execute(text(statement))
 

@@ -3,13 +3,16 @@
 `row_security_problems` names (never values) every reason RLS would not bind the app's login:
 a superuser or BYPASSRLS role it is or may become, a table or schema it owns, a tenant table
 whose RLS is not enabled, forced and bound to `app.tenant_id` by every permissive policy that
-applies to it, or TRUNCATE (which ignores RLS). `Database.check_row_security` refuses to serve
-on any of them.
+applies to it, TRUNCATE (which ignores RLS), or per-role settings of the login role (it may set
+its own `row_security = off`: `login_checks.role_setting_problems`).
+`Database.check_row_security` refuses to serve on any of them.
 """
 
 from __future__ import annotations
 
 from sqlalchemy import Connection, text
+
+from memvault.vault.store.login_checks import role_setting_problems
 
 _TENANT_SETTING = "'app.tenant_id'"  # how pg_get_expr renders current_setting's argument
 
@@ -38,6 +41,7 @@ def row_security_problems(conn: Connection) -> list[str]:
             return [f"the database role {login} is a superuser"]  # nothing else matters
         else:
             problems.append(f"the database role {login} is {what}")
+    problems += role_setting_problems(conn)
     schema = conn.execute(text("SELECT current_schema()")).scalar_one_or_none()
     if schema is None:
         return [*problems, "no schema on the search_path exists"]

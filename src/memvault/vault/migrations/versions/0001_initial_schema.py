@@ -10,6 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from memvault.vault.migrations import app_role, app_role_name
+
 revision = "0001"
 down_revision = None
 branch_labels = None
@@ -134,17 +136,19 @@ def _enable_row_level_security() -> None:
     """Defense in depth: rows are visible only when `app.tenant_id` names their tenant.
 
     FORCE makes the policy apply to the table owner too; the app connects through the non-owner
-    role `memvault_app`, because superusers bypass RLS whatever the table says.
+    app role (`MEMVAULT_DB_APP_ROLE`, default `memvault_app`), because superusers bypass RLS
+    whatever the table says.
     """
+    role, name = app_role(), app_role_name().replace("'", "''")
+    # `db upgrade` creates (or finds) the configured role before it migrates; this creates a
+    # NOLOGIN stand-in only for a run that did not (it needs CREATEROLE then).
     op.execute(
-        "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'memvault_app') "
-        "THEN CREATE ROLE memvault_app NOLOGIN; END IF; END $$"
+        f"DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{name}') "
+        f"THEN CREATE ROLE {role} NOLOGIN; END IF; END $$"
     )
-    op.execute("GRANT USAGE ON SCHEMA " + _schema() + " TO memvault_app")
+    op.execute("GRANT USAGE ON SCHEMA " + _schema() + f" TO {role}")
     op.execute(
-        "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "
-        + _schema()
-        + " TO memvault_app"
+        "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA " + _schema() + f" TO {role}"
     )
     for table in TENANT_TABLES:
         op.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")

@@ -17,6 +17,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from memvault.vault.migrations import app_role
+
 revision = "0003"
 down_revision = "0002"
 branch_labels = None
@@ -61,7 +63,7 @@ def upgrade() -> None:
     )
     op.create_index("ux_tenants_casefold", "tenants", [sa.text("lower(tenant_id)")], unique=True)
     if op.get_bind().dialect.name == "postgresql":
-        op.execute("GRANT SELECT, INSERT, UPDATE, DELETE ON idempotency_keys TO memvault_app")
+        op.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON idempotency_keys TO {app_role()}")
         op.execute("ALTER TABLE idempotency_keys ENABLE ROW LEVEL SECURITY")
         op.execute("ALTER TABLE idempotency_keys FORCE ROW LEVEL SECURITY")
         op.execute(

@@ -13,6 +13,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from memvault.vault.migrations import app_role
+
 revision = "0008"
 down_revision = "0007"
 branch_labels = None
@@ -37,7 +39,7 @@ def upgrade() -> None:
     op.create_index("ix_amem_jobs_due", "amem_jobs", ["tenant_id", "run_after"], unique=False)
     op.create_index("ix_amem_jobs_user", "amem_jobs", ["tenant_id", "user_id"], unique=False)
     if op.get_bind().dialect.name == "postgresql":
-        op.execute("GRANT SELECT, INSERT, UPDATE, DELETE ON amem_jobs TO memvault_app")
+        op.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON amem_jobs TO {app_role()}")
         op.execute("ALTER TABLE amem_jobs ENABLE ROW LEVEL SECURITY")
         op.execute("ALTER TABLE amem_jobs FORCE ROW LEVEL SECURITY")
         op.execute(
