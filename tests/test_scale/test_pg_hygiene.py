@@ -214,3 +214,26 @@ def test_a_login_without_a_password_is_warned_about(
     warned = [r.getMessage() for r in caplog.records if "without a password" in r.getMessage()]
     assert len(warned) == 1
     assert app in warned[0] and "trust" in warned[0] and "postgresql" not in warned[0]
+
+
+def test_a_deletion_job_inserted_through_sql_never_runs(make_services: ServicesFactory) -> None:
+    """The app role may insert a `running` job (the server runs deletions as it), so SQL
+    injected as it could too: such a job, without the seal the operator's request makes under
+    the tenant's key, is refused at resume, and the tenant keeps its keys and rows."""
+    services = make_services("postgres")
+    services.tenants.create("acme")
+    with services.db.session(None) as sess:
+        sess.execute(
+            text(
+                "INSERT INTO tenant_deletions (id, subject_tenant, state, step, progress, "
+                "receipt, created_at, updated_at) VALUES ('forged', 'acme', 'running', "
+                "'created', :p, NULL, 0, 0)"
+            ),
+            {"p": '{"requested_by": "operator", "requested_at": 0, "deleted": {}}'},
+        )
+    deletions = TenantDeletions(services)
+    assert deletions.resume() == 0
+    assert services.keyring.has_tenant("acme")
+    assert services.tenants.exists("acme")
+    # The operator's own request still runs to a verified receipt.
+    assert deletions.delete("acme")["receipt"]["verified"] is True

@@ -5,6 +5,12 @@ delete its API keys, shred its tenant, index and data keys, drop its vector name
 and all), delete every row of every tenant table, checkpoint, count again, sign. The job lives in
 `tenant_deletions` (an operator table: the tenant's own rows are gone when it completes), so a
 crash resumes at startup and the receipt stays readable at `GET /v1/operator/tenant-deletions/{id}`.
+
+The server, as the app role, may insert a `running` job there (docs/deploy.md, "Least-privilege
+owner"), and so could SQL injected as it. A job therefore carries a seal under the doomed
+tenant's own key (`Keyring.seal_record`), made when the operator asked; while the tenant's keys
+exist, a job whose seal does not open is refused (`ForgedDeletion`) before anything is revoked,
+shredded or deleted. Once its keys are shredded, the job that shredded them finishes unchecked.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from sqlalchemy import func, select
 
 from memvault.compliance.erasure import DONE, RUNNING, STALLED_SECONDS, STEPS, Fault
 from memvault.compliance.receipts import signed_receipt
-from memvault.errors import Conflict, NotFound
+from memvault.errors import Conflict, DecryptionError, KeyNotFound, NotFound, VaultError
 from memvault.vault.drafts import namespace_for
 from memvault.vault.erase import TENANT_ROW_MODELS
 from memvault.vault.ids import uuid7
@@ -32,6 +38,13 @@ if TYPE_CHECKING:
     from memvault.vault.factory import Services
 
 log = logging.getLogger(__name__)
+_SEAL_PURPOSE = "tenant_deletion"
+
+
+class ForgedDeletion(VaultError):
+    """A tenant deletion job the operator never requested (its seal does not open)."""
+
+    code = "forged_tenant_deletion"
 
 
 class TenantDeletions:
@@ -55,6 +68,8 @@ class TenantDeletions:
         job_id = uuid7()
         now = self._clock()
         progress = {"requested_by": requested_by, "requested_at": now, "deleted": {}}
+        seal = self._services.keyring.seal_record(tenant, _SEAL_PURPOSE, job_id, _sealed(progress))
+        progress["seal"] = seal.hex()
         with self._services.db.session(None) as sess:
             sess.add(
                 TenantDeletionRow(
@@ -90,6 +105,7 @@ class TenantDeletions:
             receipt: dict[str, Any] = json.loads(row.receipt)
             return receipt
         tenant, progress = row.subject_tenant, json.loads(row.progress)
+        self._check_seal(job_id, tenant, progress)
         done = set(STEPS[: STEPS.index(row.step) + 1] if row.step in STEPS else ())
         eraser, subject = self._services.eraser, OwnedBy(tenant)
         deleted: dict[str, int] = progress["deleted"]
@@ -130,6 +146,20 @@ class TenantDeletions:
             step("scrub", lambda: eraser.scrub(subject))
             step("verify", verify)
         return self._sign(job_id, tenant, progress)
+
+    def _check_seal(self, job_id: str, tenant: str, progress: dict[str, Any]) -> None:
+        """Refuse a job whose tenant still has keys unless its seal opens under them."""
+        keyring = self._services.keyring
+        if not keyring.has_tenant(tenant):
+            return  # shredded by this job (or never keyed): nothing left a forger could destroy
+        try:
+            sealed = bytes.fromhex(str(progress.get("seal", "")))
+            opened = keyring.open_record(tenant, _SEAL_PURPOSE, job_id, sealed)
+        except (ValueError, DecryptionError, KeyNotFound):
+            opened = None
+        if opened != _sealed(progress):
+            log.warning("tenant deletion %s refused: its seal does not open", job_id)
+            raise ForgedDeletion("this tenant deletion was not requested by the operator")
 
     def remaining(self, tenant: str) -> dict[str, int]:
         """What is left of the tenant in every store: all zero after its deletion."""
@@ -186,6 +216,8 @@ class TenantDeletions:
                 finished += 1
             except Conflict:
                 continue  # its own thread runs it
+            except ForgedDeletion:
+                continue  # logged; never run
             except Exception as exc:
                 log.warning("tenant deletion %s not resumed: %s", job_id, type(exc).__name__)
         return finished
@@ -227,3 +259,11 @@ class TenantDeletions:
         if row is None:
             raise NotFound("no such tenant deletion")
         return row
+
+
+def _sealed(progress: dict[str, Any]) -> bytes:
+    """What a deletion's seal covers: who asked and when (the job id and tenant are bound)."""
+    return json.dumps(
+        {"requested_by": progress["requested_by"], "requested_at": progress["requested_at"]},
+        sort_keys=True,
+    ).encode()
