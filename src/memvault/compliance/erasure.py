@@ -122,6 +122,8 @@ class ErasureJobs:
                     updated_at=now,
                 )
             )
+        state.requested_at = self._clock()  # every worker refuses from the commit above: stamp
+        self.record(tenant, job_id, CREATED, state)  # after it, so no ack is sent after it
         return job_id
 
     def submit(
