@@ -1,7 +1,8 @@
 """Provisioning a PostgreSQL keystore as docs/keyring.md writes it: a role of its own owning its
 database, `pg_checkpoint`, and EXECUTE on `pg_switch_wal()` granted *in that database*. The role
 creates the tables, passes the erasability check and scrubs. A role that may not create the
-tables is refused naming the grant (before: "unexpected ProgrammingError")."""
+tables, or finds them made by another role, is refused saying so (before: "unexpected
+ProgrammingError")."""
 
 from __future__ import annotations
 
@@ -56,4 +57,14 @@ def test_a_keystore_role_that_may_not_create_its_tables_is_told_what_it_lacks(
 ) -> None:
     _admin, _name, url = role_and_database  # the database is the superuser's: no CREATE
     with pytest.raises(KeystoreNotErasable, match="GRANT CREATE ON SCHEMA public"):
+        KeyStore(str(url.render_as_string(hide_password=False)))
+
+
+def test_a_keystore_role_that_does_not_own_existing_tables_is_told_so(
+    role_and_database: tuple[str, str, URL],
+) -> None:
+    admin, name, url = role_and_database
+    in_keystore_db = make_url(admin).set(database=name).render_as_string(hide_password=False)
+    KeyStore(in_keystore_db).close()  # the superuser created the tables
+    with pytest.raises(KeystoreNotErasable, match="does not own the keystore tables"):
         KeyStore(str(url.render_as_string(hide_password=False)))

@@ -53,6 +53,13 @@ def create_tables(engine: Engine, metadata: MetaData) -> None:
         with engine.begin() as conn:
             conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _CREATE_LOCK})
             metadata.create_all(conn)
+            tables = [_regclass(conn, t) for t in KEYSTORE_TABLES]
+            if not conn.execute(_OWNS_ALL, {"tables": tables}).scalar():
+                raise KeystoreNotErasable(
+                    "the keystore's login role does not own the keystore tables (another role "
+                    "created them), so it may neither use nor scrub them: let the keystore's own "
+                    "role create them in a database it owns (docs/keyring.md)"
+                )
     except ProgrammingError as exc:
         if getattr(exc.orig, "sqlstate", None) != "42501":  # insufficient_privilege
             raise
@@ -61,6 +68,12 @@ def create_tables(engine: Engine, metadata: MetaData) -> None:
             "schema: create the keystore database OWNER that role, or GRANT CREATE ON SCHEMA "
             "public to it (docs/keyring.md, Provisioning a PostgreSQL keystore)"
         ) from None
+
+
+_OWNS_ALL = text(
+    "SELECT bool_and(pg_has_role(current_user, c.relowner, 'USAGE')) FROM pg_class c"
+    " WHERE c.oid = ANY(:tables)"
+)
 
 
 def check_erasable(engine: Engine) -> None:
