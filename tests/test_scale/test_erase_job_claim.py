@@ -8,48 +8,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-
 from memvault.compliance.wiring import install
-from memvault.config import Settings
 from memvault.scope import Scope
-from memvault.vault.embed.base import Embedder
-from memvault.vault.factory import Services, open_services
-from tests.conftest import app_role_url, drop_schema, migrated_pg_schema, pg_url_or_skip
-from tests.test_scale.pg import scratch_database
+from memvault.vault.factory import Services
 
 USER = "usrqzclaim"
-
-
-@pytest.fixture
-def two_workers(tmp_path: Path, embedder: Embedder) -> Iterator[tuple[Services, Services]]:
-    admin = pg_url_or_skip()
-    schema = migrated_pg_schema(admin)
-    opened: list[Services] = []
-    try:
-        with scratch_database(admin) as keystore:
-            for name in ("a", "b"):
-                settings = Settings(
-                    data_dir=tmp_path / name,
-                    database_url=app_role_url(admin),
-                    db_schema=schema,
-                    keystore_url=keystore,
-                    master_key_file=tmp_path / "master.key",
-                    local_index_per_worker=True,
-                )
-                opened.append(open_services(settings, embedder=embedder))
-            yield opened[0], opened[1]
-            for services in opened:
-                services.close()
-            opened.clear()
-    finally:
-        for services in opened:
-            services.close()
-        drop_schema(admin, schema)
 
 
 def test_a_job_running_in_one_worker_is_not_run_again_by_another(
