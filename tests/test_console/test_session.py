@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memvault.console.session import SessionSealer
+from memvault.console.session import MemorySessionStore, SessionSealer, token_digest
 
 KEY = "mvk_acme.0123abcd.s3cret-value-for-the-session-test"
 
@@ -65,9 +65,31 @@ def test_session_cut_cookie_is_refused() -> None:
     assert sealer.open(cookie[:-4]) is None
 
 
-def test_session_from_another_process_key_is_refused() -> None:
+def test_session_from_another_store_is_refused() -> None:
     cookie = SessionSealer().seal(SessionSealer().new(KEY))
     assert SessionSealer().open(cookie) is None
+
+
+def test_session_opens_on_every_sealer_over_one_store_and_ends_everywhere() -> None:
+    store = MemorySessionStore()
+    first, second = SessionSealer(store), SessionSealer(store)  # two workers, one database
+    session = first.new(KEY)
+    cookie = first.seal(session)
+    opened = second.open(cookie)
+    assert opened == session and opened is not None and opened.api_key == KEY
+    second.end(opened)
+    assert first.open(cookie) is None
+
+
+def test_session_store_holds_the_token_digest_never_the_token_or_key() -> None:
+    store = MemorySessionStore()
+    sealer = SessionSealer(store)
+    session = sealer.new(KEY)
+    (digest, (sealed, _expires)), *_ = store._rows.items()
+    assert digest == token_digest(session.token) != session.token.hex()
+    assert session.token not in sealed
+    for part in KEY.split("."):
+        assert part.encode() not in sealed
 
 
 def test_session_expired_is_refused() -> None:
@@ -78,6 +100,19 @@ def test_session_expired_is_refused() -> None:
     assert sealer.open(cookie) is not None
     clock.now += 2
     assert sealer.open(cookie) is None
+
+
+def test_session_signed_out_visitor_expires_sooner_and_expired_rows_are_purged() -> None:
+    clock = Clock()
+    store = MemorySessionStore()
+    sealer = SessionSealer(store, lifetime=600, anonymous_lifetime=60, clock=clock)
+    anonymous = sealer.seal(sealer.new(None))
+    signed_in = sealer.seal(sealer.new(KEY))
+    clock.now += 61
+    assert sealer.open(anonymous) is None and sealer.open(signed_in) is not None
+    clock.now += 600
+    sealer.new(None)  # a write purges what expired
+    assert len(store._rows) == 1
 
 
 def test_session_ended_is_refused_even_with_a_copy_of_the_cookie() -> None:

@@ -3,8 +3,10 @@ with an erase in the middle: a writer hammers worker B for the user while worker
 
 Must show: 0 writes acknowledged for the erased scope whose request was sent after the erase job
 started (its `requested_at`), 0 rows left, and 0 notes sealed under a shredded key: after the
-erase the user gets a new key and writes through B, and A reads every one of those notes (before,
-B sealed them under its cached, shredded data key and A answered 500). Also: a second worker with
+erase the user gets a new key and writes through B; the wrapped keys the user had before are gone
+from the keystore, the user's rows are exactly the notes B acknowledged, and A opens every one of
+them under the keystore's current key (without the cross-worker cache invalidation, B sealed them
+under its cached, shredded data key and A answered 500). Also: a second worker with
 its own local Edge index on the same database refuses to start, naming the setting."""
 
 from __future__ import annotations
@@ -98,6 +100,8 @@ def test_an_erase_blocks_and_drains_every_worker(
         thread = threading.Thread(target=writer)
         thread.start()
         time.sleep(2.0)
+        shredded = _wrapped_keys(deployment["MEMVAULT_KEYSTORE_URL"])
+        assert shredded  # the user's data keys before the erase (B holds them unwrapped)
         status, job = _call(a, "POST", "/v1/admin/erase", admin_key, {"user_id": USER})
         assert status in (200, 202)
         job_id = job["id"] if "id" in job else job["receipt"]["id"]
@@ -126,7 +130,6 @@ def test_an_erase_blocks_and_drains_every_worker(
                     {"u": USER},
                 ).scalar()
                 assert left == 0, table
-        engine.dispose()
         # The user comes back: B must not seal under its cached (shredded) key.
         status, issued = _call(a, "POST", "/v1/admin/keys", admin_key, body)
         assert status == 201
@@ -138,12 +141,35 @@ def test_an_erase_blocks_and_drains_every_worker(
             )
             assert status == 201
             ids.append(note["id"])
-        for note_id in ids:
-            status, _ = _call(a, "GET", f"/v1/memories/{note_id}", key)
-            assert status == 200
+        # 0 notes sealed under a shredded key: the shredded wrapped keys are gone from the
+        # keystore, every row of the user is one B acknowledged, and each opens on A under the
+        # keystore's current key (a note sealed under B's cached, shredded key answers 500).
+        assert not shredded & _wrapped_keys(deployment["MEMVAULT_KEYSTORE_URL"])
+        with engine.connect() as conn:
+            rows = set(
+                conn.execute(
+                    text(f'SELECT id FROM "{schema}".notes WHERE user_id = :u'), {"u": USER}
+                ).scalars()
+            )
+        engine.dispose()
+        assert rows == set(ids)
+        unreadable = [n for n in ids if _call(a, "GET", f"/v1/memories/{n}", key)[0] != 200]
+        assert unreadable == []
     finally:
         for proc in procs:
             stop(proc)
+
+
+def _wrapped_keys(keystore_url: str) -> set[bytes]:
+    """The wrapped data keys the keystore holds for USER."""
+    engine = create_engine(keystore_url)
+    with engine.connect() as conn:
+        found = conn.execute(
+            text("SELECT wrapped_key FROM keyring_data_keys WHERE user_id = :u"), {"u": USER}
+        ).scalars()
+        keys = {bytes(k) for k in found}
+    engine.dispose()
+    return keys
 
 
 def _epoch(stamp: str) -> float:

@@ -31,6 +31,7 @@ from sqlalchemy import select
 
 from memvault.compliance import inventory
 from memvault.compliance.canonical import rfc3339
+from memvault.compliance.job_claim import JobRunningElsewhere, claimed
 from memvault.compliance.receipts import signed_receipt
 from memvault.compliance.rotation_erasure import forget_subject
 from memvault.errors import NotFound, VaultError
@@ -122,6 +123,8 @@ class ErasureJobs:
                     updated_at=now,
                 )
             )
+        state.requested_at = self._clock()  # every worker refuses from the commit above: stamp
+        self.record(tenant, job_id, CREATED, state)  # after it, so no ack is sent after it
         return job_id
 
     def submit(
@@ -146,6 +149,8 @@ class ErasureJobs:
     def _run_logged(self, tenant: str, job_id: str) -> None:
         try:
             self.run(tenant, job_id)
+        except JobRunningElsewhere:  # a sweeper of another worker took it first
+            pass
         except Exception as exc:  # the job stays `running`; the next resume retries it
             log.warning("erase job %s stopped: %s", job_id, type(exc).__name__)
             self._note_error(tenant, job_id, exc)
@@ -154,7 +159,12 @@ class ErasureJobs:
                 self._threads.pop(job_id, None)
 
     def run(self, tenant: str, job_id: str) -> dict[str, Any]:
-        """Run the job's remaining steps and return its signed receipt."""
+        """Run the job's remaining steps and return its signed receipt (`JobRunningElsewhere`
+        while another worker runs it)."""
+        with claimed(self._services.db, job_id):
+            return self._run(tenant, job_id)
+
+    def _run(self, tenant: str, job_id: str) -> dict[str, Any]:
         row = self._row(tenant, job_id)
         if row.state == DONE:
             return self.receipt(tenant, job_id)
@@ -209,6 +219,8 @@ class ErasureJobs:
                 try:
                     self.run(tenant, job_id)
                     finished += 1
+                except JobRunningElsewhere:  # its runner in another worker finishes it
+                    pass
                 except Exception as exc:
                     log.warning("erase job %s not resumed: %s", job_id, type(exc).__name__)
                     self._note_error(tenant, job_id, exc)

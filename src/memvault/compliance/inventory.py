@@ -220,6 +220,13 @@ STORES: tuple[Store, ...] = (
         ),
     ),
     Store(
+        "console_sessions",
+        "console sign-in sessions: the SHA-256 of each session token and the session sealed under "
+        "the token (no memory; a session ends at sign-out, when its key is revoked, or in 8 h)",
+        NOT_PERSONAL,
+        tables=("console_sessions",),
+    ),
+    Store(
         "freed_storage",
         "SQLite free pages and WAL; index segments and WAL of deleted points",
         DELETED,

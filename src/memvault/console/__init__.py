@@ -2,9 +2,10 @@
 
 `install_console(app)` mounts it on an app built by `memvault.api.app.create_app`. Pages are
 Jinja2 templates shipped in this package, with one style sheet and no script and no CDN. A
-visitor signs in with a tenant-admin, auditor or operator key, which is kept sealed in an
-HttpOnly, SameSite=Strict cookie (`memvault.console.session`); every form carries a CSRF token
-bound to that session. docs/console.md describes the pages and the session.
+visitor signs in with a tenant-admin, auditor or operator key; the session lives in the
+database (`console_sessions`, shared by every worker), sealed under a token that only its
+HttpOnly, SameSite=Strict cookie carries (`memvault.console.session`); every form carries a
+CSRF token bound to that session. docs/console.md describes the pages and the session.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from memvault.console import auth_pages, compliance_pages, operator_pages, tenant_pages
+from memvault.console.session_store import DatabaseSessionStore
 from memvault.console.web import (
     PREFIX,
     SECURITY_HEADERS,
@@ -26,8 +28,8 @@ __all__ = ["install_console"]
 
 
 def install_console(app: FastAPI) -> None:
-    """Add the console's routes, its per-process session key and its error pages to `app`."""
-    app.state.console = console = make_console()
+    """Add the console's routes, its sessions (in the app's database) and its error pages."""
+    app.state.console = console = make_console(DatabaseSessionStore(app.state.services.db))
     for module in (auth_pages, tenant_pages, compliance_pages, operator_pages):
         app.include_router(module.router)
 

@@ -3,7 +3,7 @@
 Every page is rendered by `render`, which sets the headers that keep it to itself: a strict
 Content-Security-Policy (no script at all, styles and forms from this origin only), no framing,
 no referrer, no caching. Every POST goes through `CheckedForm`: the body must be a URL-encoded
-form from this origin whose CSRF token matches the visitor's own sealed session.
+form from this origin whose CSRF token matches the visitor's own session.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from memvault.api.deps import check_role
 from memvault.api.errors import correlation_id, describe_validation_errors, status_for
-from memvault.console.session import COOKIE, Session, SessionSealer
+from memvault.console.session import COOKIE, Session, SessionSealer, SessionStore
 from memvault.errors import AuthenticationError, Forbidden, VaultError
 from memvault.vault.factory import Services
 from memvault.vault.principals import Principal
@@ -57,7 +57,8 @@ class Console:
     templates: Environment
 
 
-def make_console() -> Console:
+def make_console(store: SessionStore | None = None) -> Console:
+    """The console's templates and sessions (`store`: where sessions live; default this process)."""
     env = Environment(
         loader=PackageLoader("memvault.console", "templates"),
         autoescape=True,
@@ -65,7 +66,7 @@ def make_console() -> Console:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    return Console(SessionSealer(), env)
+    return Console(SessionSealer(store), env)
 
 
 def console_of(request: Request) -> Console:

@@ -138,7 +138,7 @@ class KeyStore:
         self.engine: Engine = create_engine(parsed, **kwargs)
         if self.backend == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
-        metadata.create_all(self.engine)
+        _pg_scrub.create_tables(self.engine, metadata)  # locked on PostgreSQL
 
     # tenant keys -------------------------------------------------------------------------------
     def tenant_key(self, tenant: str) -> tuple[str, bytes] | None:

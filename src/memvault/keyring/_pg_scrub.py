@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, MetaData, text
+from sqlalchemy.exc import ProgrammingError
 
 from memvault.errors import VaultError
 
@@ -36,6 +37,43 @@ class KeystoreNotErasable(VaultError):
     """The PostgreSQL keystore cannot make deleted keys unrecoverable (a setting or a grant)."""
 
     code = "keystore_not_erasable"
+
+
+_CREATE_LOCK = 0x6D76_6B73  # pg_advisory_xact_lock key: one keystore table creation at a time
+
+
+def create_tables(engine: Engine, metadata: MetaData) -> None:
+    """Create the keystore's missing tables. PostgreSQL: serialised by an advisory lock (two
+    workers starting on a fresh keystore raced to CREATE the same table), and a login role that
+    may not create them is refused with what it lacks, not a raw driver error."""
+    if engine.dialect.name != "postgresql":
+        metadata.create_all(engine)
+        return
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _CREATE_LOCK})
+            metadata.create_all(conn)
+            tables = [_regclass(conn, t) for t in KEYSTORE_TABLES]
+            if not conn.execute(_OWNS_ALL, {"tables": tables}).scalar():
+                raise KeystoreNotErasable(
+                    "the keystore's login role does not own the keystore tables (another role "
+                    "created them), so it may neither use nor scrub them: let the keystore's own "
+                    "role create them in a database it owns (docs/keyring.md)"
+                )
+    except ProgrammingError as exc:
+        if getattr(exc.orig, "sqlstate", None) != "42501":  # insufficient_privilege
+            raise
+        raise KeystoreNotErasable(
+            "the keystore's login role may not create the keystore tables in its database's "
+            "schema: create the keystore database OWNER that role, or GRANT CREATE ON SCHEMA "
+            "public to it (docs/keyring.md, Provisioning a PostgreSQL keystore)"
+        ) from None
+
+
+_OWNS_ALL = text(
+    "SELECT bool_and(pg_has_role(current_user, c.relowner, 'USAGE')) FROM pg_class c"
+    " WHERE c.oid = ANY(:tables)"
+)
 
 
 def check_erasable(engine: Engine) -> None:

@@ -16,7 +16,8 @@ operation, one private connection holding session advisory locks:
   the job ends verified, even when a run stops short and releases its locks;
 - the newest erase job of the user is compared with the one this worker saw last: when it
   changed, the worker's unwrapped keys of that user are dropped (`Keyring.forget`), so it never
-  seals under a key the keystore no longer has.
+  seals under a key the keystore no longer has; likewise the tenant's `created_at`: when the
+  tenant was deleted (and maybe created again) by another worker, all its keys are dropped.
 """
 
 from __future__ import annotations
@@ -33,9 +34,11 @@ from memvault.vault.drafts import user_tag
 from memvault.vault.guard import DEFAULT_DRAIN_SECONDS, ScopeBusy, ScopeErasing, ScopeGuard
 
 _CHECK = text(
-    "SELECT count(*) FILTER (WHERE state = 'running'), max(created_at) FROM erasure_jobs "
+    "SELECT count(*) FILTER (WHERE state = 'running'), max(created_at),"
+    " (SELECT created_at FROM tenants WHERE tenant_id = :t) FROM erasure_jobs "
     "WHERE tenant_id = :t AND subject_tag = :tag"
 )
+_BORN = text("SELECT created_at FROM tenants WHERE tenant_id = :t")
 
 
 def lock_key(tenant: str, user: str | None) -> int:
@@ -55,6 +58,7 @@ class SharedScopeGuard(ScopeGuard):
         self._engine = create_engine(url, isolation_level="AUTOCOMMIT", **kwargs)
         self._keyring = keyring
         self._seen: dict[tuple[str, str], Any] = {}
+        self._born: dict[str, Any] = {}  # each tenant's `created_at` when this worker saw it
 
     def close(self) -> None:
         """Release the guard's connections."""
@@ -73,17 +77,32 @@ class SharedScopeGuard(ScopeGuard):
             try:
                 if len(granted) != len(keys):
                     raise ScopeErasing("this scope is being erased; the write was not stored")
+                conn.execute(text("SELECT set_config('app.tenant_id', :t, false)"), {"t": tenant})
                 if user is not None:
                     self._check_jobs(conn, tenant, user)
+                else:
+                    self._check_tenant(tenant, conn.execute(_BORN, {"t": tenant}).scalar())
                 yield
             finally:
                 for k in granted:
                     conn.execute(text("SELECT pg_advisory_unlock_shared(:k)"), {"k": k})
 
+    def _check_tenant(self, tenant: str, born: Any) -> bool:
+        """Drop every unwrapped key of a tenant deleted (and maybe created again) since this
+        worker last saw it: its tenant and index keys were shredded by another worker."""
+        changed = tenant in self._born and self._born[tenant] != born
+        if changed:
+            self._keyring.forget(tenant)
+            self._seen = {scope: at for scope, at in self._seen.items() if scope[0] != tenant}
+        self._born[tenant] = born
+        return changed
+
     def _check_jobs(self, conn: Connection, tenant: str, user: str) -> None:
         tag = user_tag(self._keyring.index_key(tenant).tag, user)
-        conn.execute(text("SELECT set_config('app.tenant_id', :t, false)"), {"t": tenant})
-        running, newest = conn.execute(_CHECK, {"t": tenant, "tag": tag}).one()
+        running, newest, born = conn.execute(_CHECK, {"t": tenant, "tag": tag}).one()
+        if self._check_tenant(tenant, born):  # the tag was made under a shredded index key
+            tag = user_tag(self._keyring.index_key(tenant).tag, user)
+            running, newest, born = conn.execute(_CHECK, {"t": tenant, "tag": tag}).one()
         if self._seen.get((tenant, user)) != newest:
             self._keyring.forget(tenant, user)  # another worker may have shredded them
             self._seen[(tenant, user)] = newest

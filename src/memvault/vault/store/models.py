@@ -292,6 +292,24 @@ class DeploymentIdentityRow(Base):
     value: Mapped[str] = mapped_column(String(256))
 
 
+class ConsoleSessionRow(Base):
+    """A console session (`memvault.console.session`), shared by every worker on the database.
+
+    `id_digest` is the SHA-256 of the session token (the cookie holds the token, the database
+    never does). `sealed` is the signed-in API key and the CSRF token, AES-256-GCM under a key
+    derived from the token: neither the database nor a copy of the cookie alone gives the key.
+    A row past `expires_at` is refused and purged; sign-out deletes the row.
+    """
+
+    __tablename__ = "console_sessions"
+
+    id_digest: Mapped[str] = mapped_column(String(64), primary_key=True)
+    sealed: Mapped[bytes] = mapped_column(LargeBinary)
+    expires_at: Mapped[float] = mapped_column(Float)
+
+    __table_args__ = (Index("ix_console_sessions_expires", "expires_at"),)
+
+
 TENANT_TABLES = (
     "notes",
     "links",
@@ -304,6 +322,7 @@ TENANT_TABLES = (
 )
 """Tables with row-level security on PostgreSQL."""
 
-OPERATOR_TABLES = ("tenants", "tenant_deletions", "deployment_identity")
-"""Tables without a per-tenant primary key: the tenant registry, the operator's deletions and the
-deployment's identity (the database's id and its bound keystore's)."""
+OPERATOR_TABLES = ("tenants", "tenant_deletions", "deployment_identity", "console_sessions")
+"""Tables without a per-tenant primary key: the tenant registry, the operator's deletions, the
+deployment's identity (the database's id and its bound keystore's) and the console's sessions
+(an operator's session has no tenant)."""
