@@ -6,17 +6,15 @@ An auditor can do the same with any SHA-256, JSON and Ed25519 tool: docs/audit.m
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memvault.compliance.canonical import canonical_json
+from memvault.canonical import GENESIS, event_hash
 from memvault.compliance.signatures import verify_document
 from memvault.errors import VaultError
 
-GENESIS = "0" * 64
 EVENT_FIELDS = frozenset(
     {"seq", "tenant_id", "at", "actor", "action", "subject", "details", "prev", "hash"}
 )
@@ -29,13 +27,6 @@ class Verdict:
 
     ok: bool
     reason: str
-
-
-def event_hash(event: Mapping[str, Any]) -> str:
-    """SHA-256 (hex) of the canonical JSON of an audit event without its `hash` field."""
-    return hashlib.sha256(
-        canonical_json({k: v for k, v in event.items() if k != "hash"})
-    ).hexdigest()
 
 
 def verify_audit_export(
