@@ -13,7 +13,7 @@ import base64
 import hashlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -37,7 +37,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
-from memvault.canonical import rfc3339
+from memvault.canonical import canonical_json, rfc3339
 from memvault.errors import DecryptionError, KeyNotFound, VaultError
 from memvault.keyring._aead import encode_fields
 from memvault.keyring._master import MasterKeyProvider
@@ -113,6 +113,16 @@ class SigningKeys(Unpicklable):
         with self._lock:
             key = self._current_key()
             return key.key_id, base64.b64encode(key.sign(message)).decode("ascii")
+
+    def sign_with_key_id(self, document: Mapping[str, Any]) -> dict[str, Any]:
+        """`document` plus `key_id` and `signature`, where the Ed25519 signature covers the
+        canonical JSON (`memvault.canonical`) of `document` WITH its `key_id` (the format of
+        export heads and audit checkpoints: signed over everything but `signature`)."""
+        with self._lock:
+            key = self._current_key()
+            signed = {**document, "key_id": key.key_id}
+            signature = key.sign(canonical_json(signed))
+        return {**signed, "signature": base64.b64encode(signature).decode("ascii")}
 
     def current_key_id(self) -> str:
         """The id of the key `sign` uses now (created on first use)."""

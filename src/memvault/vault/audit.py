@@ -127,6 +127,8 @@ class AuditLog:
         self._batchers_guard = threading.Lock()
         self._bursts: dict[tuple[str, str], _Burst] = {}
         self._bursts_guard = threading.Lock()
+        self.on_appended: Callable[[str, int], None] | None = None
+        """Told `(tenant, seq)` after each committed append (the checkpointer marks the tenant)."""
 
     # writing -----------------------------------------------------------------------------------
     def record(
@@ -215,6 +217,8 @@ class AuditLog:
                         head = (event["seq"], event["hash"])
                         events.append(event)
                 self._heads[tenant] = head
+                if self.on_appended is not None:
+                    self.on_appended(tenant, head[0])
                 return events
             except _StaleHead:
                 continue  # read the head again
