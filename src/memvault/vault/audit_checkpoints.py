@@ -97,10 +97,15 @@ class Checkpointer:
         head_seq, head_hash = self._audit.head(tenant)
         if head_seq == start_seq and head_hash == start_hash:
             return latest
-        if head_seq <= start_seq:
+        if head_seq < start_seq:
             raise AuditChainBroken(
                 f"the audit log of tenant {tenant} ends at seq {head_seq}, before its checkpoint "
-                f"at seq {start_seq}: events were removed"
+                f"at seq {start_seq}: events were removed; not signed"
+            )
+        if head_seq == start_seq:
+            raise AuditChainBroken(
+                f"the audit log of tenant {tenant} does not match its checkpoint at seq "
+                f"{start_seq}: the log was edited; not signed"
             )
         prev, expected = start_hash, start_seq + 1
         for event in self._audit.events(tenant, start_seq, head_seq):
