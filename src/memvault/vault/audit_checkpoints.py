@@ -123,7 +123,7 @@ class Checkpointer:
             raise AuditChainBroken(f"the audit log of tenant {tenant} changed while checked")
         made = store.sign(tenant, head_seq, head_hash, rfc3339(self._clock()))
         with self._cond:
-            self._signed[tenant] = max(self._signed.get(tenant, 0), head_seq)
+            self._signed[tenant] = head_seq
         return made
 
     def checkpoint_all(self, *, due_only: bool = False) -> int:
