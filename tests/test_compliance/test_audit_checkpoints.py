@@ -315,3 +315,16 @@ def test_an_erase_keeps_the_checkpoints_and_a_tenant_deletion_removes_them(
     r = api.call("DELETE", "/v1/operator/tenants/acme", OPERATOR_KEY)
     assert r.status_code == 200, r.text
     assert store.listed("acme") == []
+
+
+def test_the_sdk_keeps_checkpoints_apart_from_events(api: Api) -> None:
+    from memvault.client import _calls
+
+    admin, _ = _activity(api)
+    api.services.checkpointer.checkpoint("acme")
+    lines = _export(api, admin)
+    keys = api.client.get("/v1/receipt-keys").json()["keys"]
+    export = _calls.audit_from_lines(lines, keys)
+    assert export.verdict is not None and "1 checkpoints" in export.verdict
+    assert all("type" not in event for event in export.events)
+    assert [c["seq"] for c in export.checkpoints] == [export.events[-1]["seq"]]
