@@ -15,7 +15,13 @@ from typing import Annotated, Any
 
 import typer
 
-from memvault.compliance.verify import Verdict, verify_audit_export, verify_receipt
+from memvault.compliance.verify import (
+    Previous,
+    Verdict,
+    read_head,
+    verify_audit_export,
+    verify_receipt,
+)
 
 audit_app = typer.Typer(help="Audit log exports (offline).")
 receipt_app = typer.Typer(help="Erasure receipts (offline).")
@@ -81,6 +87,22 @@ def _finish(verdict: Verdict) -> None:
     typer.echo(verdict.reason)
 
 
+def _key_ids(*files: list[str]) -> list[str]:
+    """The key ids named by the head and checkpoint lines of export files (for --public-key)."""
+    found: list[str] = []
+    for lines in files:
+        for line in lines:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and record.get("type") in ("head", "checkpoint"):
+                key_id = str(record.get("key_id", ""))
+                if key_id not in found:
+                    found.append(key_id)
+    return found or [""]
+
+
 @audit_app.command("verify")
 def audit_verify(
     file: Annotated[Path, typer.Argument(help="An export of GET /v1/admin/audit/export (JSONL).")],
@@ -90,24 +112,35 @@ def audit_verify(
         str | None,
         typer.Option(
             "--previous-hash",
-            help="For a since_seq export: the head hash of the export it continues.",
+            help="For a partial (since_seq) export: the head hash of the export it continues.",
+        ),
+    ] = None,
+    previous: Annotated[
+        Path | None,
+        typer.Option(
+            "--previous",
+            help="For a partial export: the export it continues (or that export's head line).",
+            dir_okay=False,
         ),
     ] = None,
 ) -> None:
-    """Check seq continuity, every hash, every prev link and the head's signature."""
+    """Check where the export starts, seq continuity, every hash and prev link, every signed
+    checkpoint it carries, and the head's signature. A full export must start at seq 1; a
+    partial one must be given the head it continues (`--previous` or `--previous-hash`)."""
+    if previous is not None and previous_hash is not None:
+        raise _fail("give at most one of --previous FILE and --previous-hash HEX")
     lines = _read(file).splitlines()
-    key_id = ""
-    if lines:
-        try:
-            head = json.loads(lines[-1])
-            key_id = str(head.get("key_id", "")) if isinstance(head, dict) else ""
-        except ValueError:
-            key_id = ""
-    _finish(
-        verify_audit_export(
-            lines, _public_keys(keys, public_key, key_id), previous_hash=previous_hash
-        )
-    )
+    before = _read(previous).splitlines() if previous is not None else []
+    listed: list[dict[str, Any]] = []
+    for key_id in _key_ids(lines, before) if public_key is not None else [""]:
+        listed += _public_keys(keys, public_key, key_id)  # --public-key stands for each key id
+    anchor: Previous | None = None
+    if previous is not None:
+        found = read_head(before, listed)
+        if isinstance(found, Verdict):
+            raise _fail(found.reason)
+        anchor = found
+    _finish(verify_audit_export(lines, listed, previous_hash=previous_hash, previous=anchor))
 
 
 @receipt_app.command("verify")

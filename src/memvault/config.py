@@ -68,6 +68,10 @@ class Settings(BaseSettings):
     """How long a verified API key is trusted without a database read (`ApiKeys`). Unset:
     2 s on SQLite (this process is the only writer of key rows, and clears the cache on each
     change), 0 (off) on PostgreSQL, where another process may revoke a key."""
+    audit_checkpoint_events: int = Field(default=1000, ge=1, le=1_000_000)
+    """Sign a tenant's audit chain head into the keystore once this many events are unsigned."""
+    audit_checkpoint_seconds: float = Field(default=60.0, ge=1, le=86_400)
+    """... or this many seconds after its first unsigned event, whichever comes first."""
     master_key_file: Path | None = None
     master_key_env: str | None = None
     operator_key: SecretStr | None = None

@@ -17,12 +17,12 @@ import pytest
 from alembic import command
 from sqlalchemy import create_engine, text
 
+from memvault.canonical import GENESIS
 from memvault.compliance.canonical import canonical_json
 from memvault.errors import InvalidRequest
 from memvault.keyring import Keyring
 from memvault.keyring._master import LocalMasterKey
 from memvault.vault.audit import AuditLog
-from memvault.vault.audit_format import GENESIS
 from memvault.vault.store.database import Database, _alembic_config
 from memvault.vault.store.models import ApiKeyRow
 from tests.conftest import app_role_url, drop_schema, migrated_pg_schema, pg_url_or_skip
@@ -207,7 +207,7 @@ def test_canonical_form_refuses_a_float_at_any_depth() -> None:
     """`canonical` checks plain scalars by type first; a float anywhere still fails."""
     from types import MappingProxyType
 
-    from memvault.vault.audit_format import canonical
+    from memvault.canonical import canonical_json as canonical
 
     assert canonical({"b": [1, True, None, "x"], "a": (2,)}) == b'{"a":[2],"b":[1,true,null,"x"]}'
     for bad in (
@@ -217,7 +217,7 @@ def test_canonical_form_refuses_a_float_at_any_depth() -> None:
         [1, [2, [3.0]]],
         MappingProxyType({"n": 1.5}),  # a Mapping that is no dict
     ):
-        with pytest.raises(InvalidRequest, match="integers, not floats"):
+        with pytest.raises(InvalidRequest, match="floats are not allowed"):
             canonical(bad)
 
 

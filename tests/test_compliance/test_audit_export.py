@@ -112,10 +112,9 @@ def test_a_removed_or_edited_event_or_a_flipped_signature_byte_fails(
         result = _verify(tmp_path, api, lines[:index] + lines[index + 1 :])
         assert result.exit_code == 1, index
         assert len(result.output.strip().splitlines()) == 1
-    # Without seq 1 an export reads as a `since_seq` export: it says it is not anchored, and
-    # anchored to the genesis hash (a full export starts there) it fails.
+    # The signed head says the export starts after seq 0: without seq 1 it fails by default.
     result = _verify(tmp_path, api, lines[1:])
-    assert result.exit_code == 0 and "--previous-hash" in result.output
+    assert result.exit_code == 1 and "first events were removed" in result.output
     assert _verify(tmp_path, api, lines[1:], "--previous-hash", "0" * 64).exit_code == 1
     edited = json.loads(lines[4])
     edited["details"] = {**edited["details"], "results": 99}
@@ -149,7 +148,9 @@ def test_since_seq_export_chains_to_the_previous_event(api: Api, tmp_path: Path)
     assert json.loads(tail[-1])["seq"] > events[-1]["seq"]  # it includes the later events
     ok = _verify(tmp_path, api, tail, "--previous-hash", middle["hash"])
     assert ok.exit_code == 0, ok.output
-    assert _verify(tmp_path, api, tail).exit_code == 0  # continuity from its first seq
+    assert "partial export after seq 5, checked against --previous-hash" in ok.output
+    alone = _verify(tmp_path, api, tail)  # a partial export needs the head it continues
+    assert alone.exit_code == 1 and "--previous" in alone.output
     wrong = _verify(tmp_path, api, tail, "--previous-hash", events[3]["hash"])
     assert wrong.exit_code == 1 and "prev" in wrong.output
     r = api.call("GET", "/v1/admin/audit/export?since_seq=100000", admin)

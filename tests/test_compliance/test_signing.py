@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import select, update
 from typer.testing import CliRunner
 
+from memvault import canonical as shared_canonical
 from memvault.cli import app
 from memvault.compliance.canonical import NotCanonical, canonical_json, rfc3339
 from memvault.compliance.signatures import sign_document, sign_with_key_id, verify_document
@@ -21,7 +22,6 @@ from memvault.errors import KeyNotFound
 from memvault.keyring import Keyring, SigningKeys
 from memvault.keyring._master import LocalMasterKey
 from memvault.keyring._signing import signing_keys as signing_table
-from memvault.vault import audit_format as vault_audit
 
 
 @pytest.fixture
@@ -57,10 +57,15 @@ def test_rfc3339_is_utc_with_z_and_milliseconds() -> None:
     assert rfc3339(1_700_000_000.25) == "2023-11-14T22:13:20.250Z"
 
 
-def test_the_vault_hashes_with_the_same_canonical_rule() -> None:
-    obj = {"seq": 3, "subject": {"note_id": "n"}, "details": {"k": "été"}, "x": None}
-    assert vault_audit.canonical(obj) == canonical_json(obj)
-    assert vault_audit.utc(1_700_000_000.25) == rfc3339(1_700_000_000.25)
+def test_the_vault_the_keyring_and_compliance_share_one_canonical_rule() -> None:
+    from memvault.compliance import canonical as compliance_canonical
+    from memvault.compliance import verify
+    from memvault.vault import audit
+
+    assert compliance_canonical.canonical_json is shared_canonical.canonical_json
+    assert compliance_canonical.rfc3339 is shared_canonical.rfc3339
+    assert audit.event_hash is verify.event_hash is shared_canonical.event_hash
+    assert audit.GENESIS is verify.GENESIS is shared_canonical.GENESIS
 
 
 # --- the signing key -----------------------------------------------------------------------------

@@ -1,17 +1,17 @@
 """The signed audit export and the public signing keys (DESIGN "Compliance formats").
 
 - `GET /v1/admin/audit/export?since_seq=N` (tenant admins and auditors) streams the tenant's audit
-  events with `seq > N` as JSON lines, then the signed head line `{"type": "head", "tenant_id",
-  "seq", "hash", "exported_at", "key_id", "signature"}`. The export is a snapshot: it ends at the
-  last event that existed when it started, which the head names. `GET /v1/admin/audit` is the
-  same export (kept for existing clients).
+  events with `seq > N` as JSON lines, each signed audit checkpoint after the event it vouches
+  for, then the signed head line `{"type": "head", "tenant_id", "since_seq", "seq", "hash",
+  "exported_at", "checkpoints", "key_id", "signature"}` (`compliance.audit_export`). The export is
+  a snapshot: it ends at the last event that existed when it started, which the head names.
+  `GET /v1/admin/audit` is the same export (kept for existing clients).
 - `GET /v1/receipt-keys` (no auth): every Ed25519 public key that signed receipts or heads.
 """
 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
@@ -20,9 +20,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from memvault.api.deps import AuditReaderDep, ServicesDep, only_query_params, tenant_of
-from memvault.compliance.canonical import rfc3339
-from memvault.compliance.signatures import sign_with_key_id
-from memvault.errors import InvalidRequest
+from memvault.compliance.audit_export import ExportSnapshot, records, snapshot
 from memvault.vault.factory import Services
 
 router = APIRouter(tags=["audit"])
@@ -60,19 +58,9 @@ def _line(obj: dict[str, Any]) -> bytes:
     return (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
 
 
-def _export(
-    services: Services, tenant: str, since_seq: int, head_seq: int, head_hash: str
-) -> Iterator[bytes]:
-    for event in services.audit.events(tenant, since_seq, head_seq):
-        yield _line(event)
-    head = {
-        "type": "head",
-        "tenant_id": tenant,
-        "seq": head_seq,
-        "hash": head_hash,
-        "exported_at": rfc3339(time.time()),
-    }
-    yield _line(sign_with_key_id(services.keyring.signing_keys(), head))
+def _export(services: Services, snap: ExportSnapshot) -> Iterator[bytes]:
+    for record in records(services, snap):
+        yield _line(record)
 
 
 @router.get(
@@ -102,19 +90,17 @@ def audit(
 
 def _respond(principal: Any, services: Services, since_seq: int) -> StreamingResponse:
     tenant = tenant_of(principal)
-    head_seq, head_hash = services.audit.head(tenant)
-    if since_seq > head_seq:
-        raise InvalidRequest("since_seq is beyond the last audit event")
+    snap = snapshot(services, tenant, since_seq)
     # Audited after the snapshot: the export event itself appears in the next export.
     services.audit.record(
         tenant,
         principal.key_id,
         "audit.exported",
         since_seq=since_seq,
-        until_seq=head_seq,
+        until_seq=snap.head_seq,
         role=principal.role,
     )
-    stream = _export(services, tenant, since_seq, head_seq, head_hash)
+    stream = _export(services, snap)
     return StreamingResponse(stream, media_type=NDJSON)
 
 

@@ -375,7 +375,8 @@ def audit_from_lines(
     keys: Sequence[Mapping[str, Any]] | None,
     previous_hash: str | None = None,
 ) -> AuditExport:
-    """Parse an export; with `keys`, verify its chain and head signature (or raise)."""
+    """Parse an export; with `keys`, verify it strictly (chain, checkpoints, head signature; a
+    partial export against `previous_hash`) or raise `VerificationError`."""
     records = [json.loads(line) for line in lines if line.strip()]
     if not records or records[-1].get("type") != "head":
         raise MemvaultError("the audit export was cut off (no head line)")
@@ -387,7 +388,14 @@ def audit_from_lines(
         if not result.ok:
             raise VerificationError(result.reason)
         verdict = result.reason
-    return AuditExport(events=records[:-1], head=records[-1], verdict=verdict, lines=lines)
+    body = records[:-1]
+    return AuditExport(
+        events=[r for r in body if r.get("type") != "checkpoint"],
+        head=records[-1],
+        verdict=verdict,
+        lines=lines,
+        checkpoints=[r for r in body if r.get("type") == "checkpoint"],
+    )
 
 
 class DsarCheck:

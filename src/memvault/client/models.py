@@ -118,13 +118,14 @@ class Erasure:
 
 @dataclass(frozen=True, slots=True)
 class AuditExport:
-    """An audit export: the hash-chained events, the signed head line, and the SDK's verdict
-    (None when `verify=False`)."""
+    """An audit export: the hash-chained events, the signed head line, the SDK's verdict
+    (None when `verify=False`) and the signed audit checkpoints the export carries."""
 
     events: list[dict[str, Any]]
     head: dict[str, Any]
     verdict: str | None = None
     lines: list[str] = field(default_factory=list, repr=False)
+    checkpoints: list[dict[str, Any]] = field(default_factory=list)
 
 
 __all__ = [

@@ -199,13 +199,15 @@ STORES: tuple[Store, ...] = (
     ),
     Store(
         "tenant_records",
-        "tenant policy, corpus statistics, tenant and index keys, key rotation jobs",
+        "tenant policy, corpus statistics, tenant and index keys, key rotation jobs, the "
+        "signed audit checkpoints (seqs and hashes; deleted with the tenant)",
         NOT_PERSONAL,
         tables=(
             "tenants",
             "corpus_stats",
             "keyring_tenant_keys",
             "keyring_index_keys",
+            "keyring_audit_checkpoints",
         ),
     ),
     Store(

@@ -30,13 +30,7 @@ def sign_document(keys: SigningKeys, obj: Any) -> tuple[str, str]:
 def sign_with_key_id(keys: SigningKeys, obj: Mapping[str, Any]) -> dict[str, Any]:
     """`obj` plus `key_id` and `signature`, where the signature covers `obj` WITH its `key_id`
     (the export head's format: signed over the head without `signature`)."""
-    for _ in range(5):
-        key_id = keys.current_key_id()
-        document = {**obj, "key_id": key_id}
-        signed_by, signature = sign_document(keys, document)
-        if signed_by == key_id:  # else the key rotated in between: sign again
-            return {**document, "signature": signature}
-    raise VaultError("the signing key kept rotating while signing")
+    return keys.sign_with_key_id(obj)
 
 
 def public_key_for(key_id: str, public_keys: Sequence[Mapping[str, Any]]) -> bytes | None:

@@ -8,15 +8,14 @@ chain verified the way an auditor verifies an export.
 from __future__ import annotations
 
 import json
-import time
 from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import distinct, func, select
 
+from memvault.compliance.audit_export import records, snapshot
 from memvault.compliance.canonical import rfc3339
-from memvault.compliance.signatures import sign_with_key_id
 from memvault.compliance.verify import Verdict, verify_audit_export
 from memvault.vault.store.models import ApiKeyRow, NoteRow
 from memvault.vault.store.scoping import OwnedBy, scoped_select
@@ -117,23 +116,18 @@ def audit_view(services: Services, tenant: str, action: str | None) -> AuditView
     """Read the whole log once: verify it as a signed export would be verified (chain from the
     genesis hash, head signed with the deployment key and checked against the published keys),
     and keep the newest `MAX_EVENTS_SHOWN` events with `action` (all when None)."""
-    head_seq, head_hash = services.audit.head(tenant)
+    snap = snapshot(services, tenant)
     lines: list[str] = []
     newest: deque[dict[str, Any]] = deque(maxlen=MAX_EVENTS_SHOWN)
     actions: set[str] = set()
-    for event in services.audit.events(tenant, 0, head_seq):
-        lines.append(json.dumps(event, ensure_ascii=False, separators=(",", ":")))
-        actions.add(str(event["action"]))
-        if action is None or event["action"] == action:
-            newest.append(event)
-    keys = services.keyring.signing_keys()
-    head = {
-        "type": "head",
-        "tenant_id": tenant,
-        "seq": head_seq,
-        "hash": head_hash,
-        "exported_at": rfc3339(time.time()),
-    }
-    lines.append(json.dumps(sign_with_key_id(keys, head), separators=(",", ":")))
-    verdict = verify_audit_export(lines, keys.public_keys())
-    return AuditView(list(reversed(newest)), sorted(actions), len(lines) - 1, verdict)
+    events = 0
+    for record in records(services, snap):
+        lines.append(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
+        if "type" in record:  # a checkpoint or the head
+            continue
+        events += 1
+        actions.add(str(record["action"]))
+        if action is None or record["action"] == action:
+            newest.append(record)
+    verdict = verify_audit_export(lines, services.keyring.signing_keys().public_keys())
+    return AuditView(list(reversed(newest)), sorted(actions), events, verdict)

@@ -7,6 +7,7 @@ its scopes' data keys and its index key. See docs/keyring.md.
 """
 
 from memvault.keyring._aead import FORMAT_VERSION, ScopeAead, associated_data
+from memvault.keyring._checkpoints import AuditCheckpoints
 from memvault.keyring._index_key import IndexKey
 from memvault.keyring._keyring import Keyring
 from memvault.keyring._keystore import ScrubFailed
@@ -21,6 +22,7 @@ from memvault.keyring._signing import SigningKeys
 __all__ = [
     "DEFAULT_MASTER_KEY_ENV",
     "FORMAT_VERSION",
+    "AuditCheckpoints",
     "EnvMasterKey",
     "FileMasterKey",
     "IndexKey",

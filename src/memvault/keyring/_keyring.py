@@ -21,6 +21,7 @@ from memvault.keyring._aead import (
     encode_fields,
 )
 from memvault.keyring._api_key_peppers import ApiKeyPeppers
+from memvault.keyring._checkpoints import AuditCheckpoints
 from memvault.keyring._index_key import IndexKey
 from memvault.keyring._keyring_versions import KeyVersions
 from memvault.keyring._keystore import KeyStore
@@ -172,18 +173,31 @@ class Keyring(KeyVersions, ApiKeyPeppers, Unpicklable):
                 self.__dict__["_signing_keys"] = keys
             return keys
 
+    def audit_checkpoints(self) -> AuditCheckpoints:
+        """The signed audit checkpoints, kept in this keystore (apart from the data store)."""
+        with self._lock:
+            self._check_open()
+            found: AuditCheckpoints | None = self.__dict__.get("_audit_checkpoints")
+            if found is None:
+                found = AuditCheckpoints(self._store.engine, self.signing_keys(), self._check_open)
+                self.__dict__["_audit_checkpoints"] = found
+            return found
+
     # lifecycle ---------------------------------------------------------------------------------
     def shred(self, tenant: str, user: str | None = None, agent: str | None = None) -> int:
         """Destroy the key material of (tenant[, user[, agent]]); returns how many keys went.
 
-        Data keys matching the selector are deleted; with only `tenant`, the tenant key and the
-        index key go too. Handles fetched before are invalidated at once. Ciphertext under those
-        keys can never be decrypted again, here or in any backup of the data store.
+        Data keys matching the selector are deleted; with only `tenant`, the tenant key, the
+        index key and the tenant's audit checkpoints go too (its audit log is deleted with it).
+        Handles fetched before are invalidated at once. Ciphertext under those keys can never be
+        decrypted again, here or in any backup of the data store.
         """
         self._check_selector(tenant, user, agent)
         with self._lock:
             self._check_open()
             try:
+                if user is None:
+                    self.audit_checkpoints().forget_tenant(tenant)
                 removed = self._store.delete_keys(tenant, user, agent)
             finally:
                 self._forget(tenant, user, agent)

@@ -13,8 +13,7 @@ import base64
 import hashlib
 import threading
 import time
-from collections.abc import Callable
-from datetime import UTC, datetime
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -38,6 +37,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
+from memvault.canonical import canonical_json, rfc3339
 from memvault.errors import DecryptionError, KeyNotFound, VaultError
 from memvault.keyring._aead import encode_fields
 from memvault.keyring._master import MasterKeyProvider
@@ -69,11 +69,6 @@ def signing_key_id(public_key: bytes) -> str:
 
 def _private_key_aad(key_id: str) -> bytes:
     return encode_fields(b"memvault.signing-key.v1", key_id.encode())
-
-
-def _utc(epoch: int) -> str:
-    """RFC 3339 UTC with milliseconds, as `memvault.compliance.canonical.rfc3339` writes it."""
-    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
 
 
 class _PrivateKey(Unpicklable):
@@ -119,6 +114,16 @@ class SigningKeys(Unpicklable):
             key = self._current_key()
             return key.key_id, base64.b64encode(key.sign(message)).decode("ascii")
 
+    def sign_with_key_id(self, document: Mapping[str, Any]) -> dict[str, Any]:
+        """`document` plus `key_id` and `signature`, where the Ed25519 signature covers the
+        canonical JSON (`memvault.canonical`) of `document` WITH its `key_id` (the format of
+        export heads and audit checkpoints: signed over everything but `signature`)."""
+        with self._lock:
+            key = self._current_key()
+            signed = {**document, "key_id": key.key_id}
+            signature = key.sign(canonical_json(signed))
+        return {**signed, "signature": base64.b64encode(signature).decode("ascii")}
+
     def current_key_id(self) -> str:
         """The id of the key `sign` uses now (created on first use)."""
         with self._lock:
@@ -148,7 +153,7 @@ class SigningKeys(Unpicklable):
                 "key_id": str(key_id),
                 "alg": ALG,
                 "public_key": base64.b64encode(bytes(public)).decode("ascii"),
-                "created_at": _utc(int(created)),
+                "created_at": rfc3339(int(created)),
             }
             for key_id, public, created in rows
         ]

@@ -9,7 +9,14 @@ from __future__ import annotations
 import struct
 
 from memvault.errors import DecryptionError
-from memvault.keyring import IndexKey, Keyring, MasterKeyProvider, ScopeAead
+from memvault.keyring import (
+    AuditCheckpoints,
+    IndexKey,
+    Keyring,
+    MasterKeyProvider,
+    ScopeAead,
+    SigningKeys,
+)
 from memvault.keyring._aead import HEADER_BYTES, ScopeKeyset, check_key_version
 from memvault.scope import Scope
 
@@ -72,6 +79,12 @@ class NullKeyring(Keyring):
 
     def rotate_scope(self, scope: Scope) -> int:
         return self._inner.rotate_scope(scope)
+
+    def signing_keys(self) -> SigningKeys:
+        return self._inner.signing_keys()
+
+    def audit_checkpoints(self) -> AuditCheckpoints:
+        return self._inner.audit_checkpoints()
 
     def rotate_master(self, new_master: MasterKeyProvider) -> int:
         return self._inner.rotate_master(new_master)

@@ -11,9 +11,9 @@ Appends are serialised per tenant: one batch at a time in this process (concurre
 tenant share one transaction, `Batcher`), `pg_advisory_xact_lock` on PostgreSQL (across
 processes), and a retry when another process took the same `seq` first (the primary key refuses
 the second). Each event is one INSERT guarded by its predecessor, after the head this process
-last wrote (read again only when the guard finds it stale). The event format (canonical
-JSON, the hash, time stamps, the detail rules) is `audit_format`, written with the same rule as
-`memvault.compliance.canonical` (the vault does not import compliance; a test pins them equal).
+last wrote (read again only when the guard finds it stale). Canonical JSON, the chain hash and
+the time stamps are `memvault.canonical` (the one copy, which the offline verifier in compliance
+uses too); the detail rules are `audit_format`.
 """
 
 from __future__ import annotations
@@ -26,19 +26,14 @@ from typing import Any
 
 from sqlalchemy import Integer, Table, bindparam, exists, func, insert, literal, select, text
 
+from memvault.canonical import GENESIS, event_hash
+from memvault.canonical import canonical_json as canonical
+from memvault.canonical import rfc3339 as utc
 from memvault.errors import InvalidRequest, VaultError
 from memvault.keyring import Keyring
 from memvault.observability import count_audit_batch
 from memvault.scope import is_valid_id
-from memvault.vault.audit_format import (
-    GENESIS,
-    SAFE_STRING,
-    canonical,
-    check_detail,
-    event_hash,
-    row_to_event,
-    utc,
-)
+from memvault.vault.audit_format import SAFE_STRING, check_detail, row_to_event
 from memvault.vault.batcher import Batcher
 from memvault.vault.store.database import Database
 from memvault.vault.store.driver_sql import DriverConnection, DriverStatement
@@ -132,6 +127,8 @@ class AuditLog:
         self._batchers_guard = threading.Lock()
         self._bursts: dict[tuple[str, str], _Burst] = {}
         self._bursts_guard = threading.Lock()
+        self.on_appended: Callable[[str, int], None] | None = None
+        """Told `(tenant, seq)` after each committed append (the checkpointer marks the tenant)."""
 
     # writing -----------------------------------------------------------------------------------
     def record(
@@ -220,6 +217,8 @@ class AuditLog:
                         head = (event["seq"], event["hash"])
                         events.append(event)
                 self._heads[tenant] = head
+                if self.on_appended is not None:
+                    self.on_appended(tenant, head[0])
                 return events
             except _StaleHead:
                 continue  # read the head again

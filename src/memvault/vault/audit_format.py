@@ -1,66 +1,28 @@
-"""The audit event format: canonical JSON, the chain hash, time stamps and the detail rules.
+"""The audit event format: the detail rules and the stored row as an event.
 
 Pure functions shared by the writer (`AuditLog`) and the readers of a chain (export, verify).
 Details are counts, flags, names and ids: `check_detail` refuses anything that could be text.
+Canonical JSON, the chain hash, `GENESIS` and the time format live in `memvault.canonical` (one
+copy, shared with the keyring, which signs checkpoints, and the offline verifier).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from memvault.errors import InvalidRequest
 from memvault.vault.store.models import AuditEventRow
 
-GENESIS = "0" * 64
-"""The `prev` of a tenant's first event."""
 SAFE_STRING = re.compile(r"[A-Za-z0-9._:@/+=-]{0,128}")
 """A detail string is a name, a code or an id: no spaces, so prose cannot pass."""
-
-
-def canonical(obj: Any) -> bytes:
-    """Canonical JSON bytes (sorted keys, no whitespace, UTF-8); floats refused."""
-    _no_floats(obj)
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def event_hash(event: Mapping[str, Any]) -> str:
-    """SHA-256 (hex) of the canonical JSON of `event` without its `hash` field."""
-    body = {k: v for k, v in event.items() if k != "hash"}
-    return hashlib.sha256(canonical(body)).hexdigest()
-
-
-def utc(epoch_seconds: float) -> str:
-    """RFC 3339 UTC with milliseconds and `Z` (as `compliance.canonical.rfc3339`)."""
-    moment = datetime.fromtimestamp(epoch_seconds, tz=UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
 def safe_name(value: str) -> str:
     """`value` (a detector or code name) with anything but `[A-Za-z0-9._:@/+=-]` as `_`."""
     return re.sub(r"[^A-Za-z0-9._:@/+=-]", "_", value)[:128]
-
-
-_SCALARS = frozenset({str, int, bool, type(None)})
-"""Types that hold no float: checked by identity first, as most values of an event are these
-(an `isinstance` against `Mapping` goes through the ABC machinery)."""
-
-
-def _no_floats(value: Any) -> None:
-    if type(value) in _SCALARS:
-        return
-    if isinstance(value, float):
-        raise InvalidRequest("audit events hold integers, not floats")
-    if isinstance(value, (dict, Mapping)):
-        for item in value.values():
-            _no_floats(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            _no_floats(item)
 
 
 def check_detail(name: str, value: Any) -> None:

@@ -198,6 +198,9 @@ class Eraser:
             sess.execute(delete(TenantRow).where(TenantRow.tenant_id == tenant))
         self._parts.corpus.forget_tenant(tenant)
         self._parts.gate.forget_policy(tenant)
+        # Its audit log is gone: so are the checkpoints signed over it (the shred deleted them
+        # too; one signed between the shred and this point would outlive the log it vouches for).
+        self._parts.keyring.audit_checkpoints().forget_tenant(tenant)
         return counts
 
     def _refusal_clause(self, subject: OwnedBy) -> list[ColumnElement[bool]]:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from memvault.config import Settings, is_postgres_url
 from memvault.keyring import EnvMasterKey, FileMasterKey, Keyring, MasterKeyProvider
 from memvault.vault.audit import AuditLog
+from memvault.vault.audit_checkpoints import Checkpointer
 from memvault.vault.datadir import DataDirLock, needs_lock, private_dir, private_sqlite_file
 from memvault.vault.deployment import LocalIndexClaim, bind_keystore
 from memvault.vault.embed import make_embedder
@@ -57,6 +58,7 @@ class Services:
     keys: ApiKeys
     tenants: Tenants
     audit: AuditLog
+    checkpointer: Checkpointer
     eraser: Eraser
     reconciler: Reconciler
     gate: ScreenGate
@@ -102,6 +104,7 @@ class Services:
                 self.audit.flush_bursts(force=True)
             except Exception as exc:
                 log.warning("audit bursts not written at close: %s", type(exc).__name__)
+            self.checkpointer.close()  # and the unsigned chain heads signed
             self.vault.parts.retrievals.close()
             if self.embedder_process is not None:
                 self.embedder_process.close()
@@ -239,6 +242,14 @@ def _open_parts(
         group_commit_window_ms=settings.group_commit_window_ms,
     )
     audit = AuditLog(db, clock, ring)
+    checkpointer = Checkpointer(
+        audit,
+        ring.audit_checkpoints,
+        clock,
+        every=settings.audit_checkpoint_events,
+        seconds=settings.audit_checkpoint_seconds,
+    )
+    audit.on_appended = checkpointer.appended
     gate.audit = audit
     keys = ApiKeys(db, clock, ring, cache_seconds=settings.resolved_key_cache_seconds())
     services = Services(
@@ -250,6 +261,7 @@ def _open_parts(
         keys=keys,
         tenants=Tenants(db, keys, clock),
         audit=audit,
+        checkpointer=checkpointer,
         eraser=Eraser(vault, keys),
         reconciler=Reconciler(vault),
         gate=gate,
