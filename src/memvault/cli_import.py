@@ -3,7 +3,8 @@
 The server must run (`MEMVAULT_URL`, default http://127.0.0.1:8700). With an agent key
 (`--api-key` or env `MEMVAULT_API_KEY`) every record lands in that key's scope; with a tenant
 admin key (`--admin-key` or env `MEMVAULT_ADMIN_KEY`) each record lands under its own user_id and
-agent_id. The report lists refused records by index and detector, never their text.
+agent_id. The report lists refused records by index and detector, never their text; a bad record
+never stops the run, and the report is printed even when the run stops early (exit status 1).
 """
 
 from __future__ import annotations
@@ -84,6 +85,8 @@ def import_memories(
     else:
         for line in report.lines():
             typer.echo(line)
+    if report.stopped is not None:  # the report above says what was done; a rerun resumes
+        _fail(f"the import stopped early ({report.stopped}); run it again to resume")
 
 
 def _fail(message: str) -> NoReturn:

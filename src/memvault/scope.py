@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memvault.errors import InvalidRequest
+from memvault.errors import InvalidRequest, ScreenRefused
 
 SHARED_AGENT = "shared"
 """The explicit agent id of a (tenant, user)'s shared scope."""
@@ -32,6 +32,30 @@ def validate_id(value: str, field: str) -> str:
     if not is_valid_id(value):
         raise InvalidRequest(f"{field} must match ^{ID_GRAMMAR}$ (the whole value)")
     return value
+
+
+def validate_new_id(value: str, field: str) -> str:
+    """`validate_id` for an id that is about to be stored (a key's user and agent, a tenant, a
+    note's readers, a session): it must also not be a credential.
+
+    The write screen's credential format detectors run first (see
+    `memvault.screening.id_credential`), so `ghp_…` is refused as a credential rather than for
+    its `_`: `ScreenRefused("credential_refused", detector)` with a message naming the field and
+    the detector, never the value. Ids already stored are read with `validate_id` only, so an old
+    id can still be erased.
+    """
+    from memvault.screening import id_credential  # the screen loads its detectors lazily
+
+    if isinstance(value, str):
+        detector = id_credential(value)
+        if detector is not None:
+            raise ScreenRefused(
+                "credential_refused",
+                detector,
+                f"{field} refused by {detector}: the id has the form of a credential, and ids "
+                "are stored in clear; choose an id that is not a secret",
+            )
+    return validate_id(value, field)
 
 
 @dataclass(frozen=True, slots=True)

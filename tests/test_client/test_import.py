@@ -135,3 +135,101 @@ def test_idempotency_key_depends_on_scope_record_and_text() -> None:
     assert key != idempotency_key(record, "key:b")
     edited = type(record)(**{**{s: getattr(record, s) for s in record.__slots__}, "text": "x y z"})
     assert key != idempotency_key(edited, "key:a")
+
+
+def _bad_records_file(tmp_path: Path) -> tuple[Path, dict[int, str]]:
+    """A mem0 export whose bad records sit between good ones: index -> what the report says."""
+    aws_key_id = "AKIA" + "Q7VZ3K2LMN4PRSTW"  # built from parts: no literal token in the repo
+    github_token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    items: list[Any] = [
+        {"id": "m1", "memory": "Dana rows on the river every Sunday", "user_id": "dana"},
+        {
+            "id": "m2",
+            "memory": "Dana's team shares the grocery list",
+            "user_id": "dana",
+            "agent_id": "shared",
+        },
+        {"id": "m3", "memory": "Dana prefers oat milk in her coffee", "user_id": "dana"},
+        {"id": "m4", "memory": "Erin collects vinyl records of jazz", "user_id": aws_key_id},
+        {
+            "id": "m5",
+            "memory": "Erin plays the cello on weekends",
+            "user_id": "erin",
+            "agent_id": github_token,
+        },
+        "not a record",
+        {"id": "m7", "memory": "Erin's favourite city is Lisbon", "user_id": "erin"},
+    ]
+    path = tmp_path / "mem0_bad.json"
+    path.write_text(json.dumps({"results": items}), encoding="utf-8")
+    return path, {
+        2: "reserved_id",
+        4: "aws_access_key",
+        5: "github_token",
+        6: "invalid_record",
+    }
+
+
+def test_bad_records_never_stop_an_import_and_a_rerun_is_idempotent(
+    tenant: Tenant, tmp_path: Path
+) -> None:
+    path, bad = _bad_records_file(tmp_path)
+    for run in ("first", "rerun"):
+        result = CliRunner().invoke(
+            app,
+            [
+                "import",
+                "--from",
+                "mem0",
+                str(path),
+                "--admin-key",
+                tenant.admin_key,
+                "--no-progress",
+            ],
+            env={"MEMVAULT_URL": tenant.base_url, "MEMVAULT_API_KEY": ""},
+        )
+        assert result.exit_code == 0, result.output
+        first_line = result.output.splitlines()[0]
+        if run == "first":
+            assert first_line.startswith(
+                "7 records: 3 added, 0 already present, 2 refused, 2 invalid"
+            )
+        else:
+            assert first_line.startswith(
+                "7 records: 0 added, 3 already present, 2 refused, 2 invalid"
+            )
+        for index, reason in bad.items():
+            line = next(x for x in result.output.splitlines() if x.startswith(f"record {index}:"))
+            assert reason in line, line
+        # Neither a record's text nor a credential id reaches the report.
+        for item in json.loads(path.read_text())["results"]:
+            if isinstance(item, dict):
+                assert item["memory"] not in result.output
+        assert "AKIA" not in result.output and "ghp_" not in result.output
+    assert set(dsar_texts(tenant, "dana")) == {
+        "Dana rows on the river every Sunday",
+        "Dana prefers oat milk in her coffee",
+    }
+    assert set(dsar_texts(tenant, "erin")) == {"Erin's favourite city is Lisbon"}
+
+
+def test_an_import_that_stops_early_still_prints_its_report(tmp_path: Path) -> None:
+    path, _ = _bad_records_file(tmp_path)
+    result = CliRunner().invoke(
+        app,
+        [
+            "import",
+            "--from",
+            "mem0",
+            str(path),
+            "--api-key",
+            "mvk_x.0123456789abcdef.s",
+            "--no-progress",
+            "--url",
+            "http://127.0.0.1:9",
+        ],  # nothing listens on port 9
+        env={"MEMVAULT_API_KEY": ""},
+    )
+    assert result.exit_code == 1
+    assert result.stdout.startswith("7 records: 0 added")
+    assert "stopped early (transport_error" in result.stdout

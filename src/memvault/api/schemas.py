@@ -7,6 +7,7 @@ in full. Errors name the field and the rule, never the value.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -19,12 +20,14 @@ from pydantic import (
     Field,
     GetJsonSchemaHandler,
     StringConstraints,
+    ValidationInfo,
     field_validator,
 )
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError
 
-from memvault.scope import ID_GRAMMAR, is_valid_id
+from memvault.errors import InvalidRequest
+from memvault.scope import ID_GRAMMAR, is_valid_id, validate_new_id
 from memvault.vault.fields import (
     MAX_QUERY_CHARS,
     MAX_READERS,
@@ -97,6 +100,15 @@ def check_id(value: str) -> str:
     return value
 
 
+def check_new_id(value: str, info: ValidationInfo) -> str:
+    """`check_id` for an id that will be stored, after the credential format detectors: an id
+    that is a credential raises `ScreenRefused` (422 `credential_refused`, naming the detector
+    and the field, never the value), which pydantic lets through to the error handler."""
+    with contextlib.suppress(InvalidRequest):  # the grammar's own error below names the rule
+        validate_new_id(value, info.field_name or "id")
+    return check_id(value)
+
+
 def check_uuid(value: str) -> str:
     if _UUID_RE.fullmatch(value) is None:
         raise PydanticCustomError("uuid_pattern", "must be a note id (UUID)")
@@ -121,6 +133,15 @@ Id = Annotated[
 ]
 """A tenant, user, agent or reader id: `[A-Za-z0-9][A-Za-z0-9._@-]{0,127}`, matched in full."""
 
+NewId = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=128),
+    AfterValidator(check_new_id),
+    _doc(pattern=ID_PATTERN),
+]
+"""An `Id` that will be stored (a key's user and agent, a tenant, readers, a session): it must
+also not have the form of a credential (`memvault.scope.validate_new_id`)."""
+
 NoteId = Annotated[
     str,
     StringConstraints(min_length=36, max_length=36),
@@ -139,12 +160,12 @@ class Strict(BaseModel):
 class AddMemory(Strict):
     text: Text = Field(min_length=1, max_length=MAX_TEXT_CHARS)
     visibility: Literal["private", "shared"] = "private"
-    readers: list[Id] | None = Field(default=None, max_length=MAX_READERS)
+    readers: list[NewId] | None = Field(default=None, max_length=MAX_READERS)
     note_type: Literal["memory", "knowledge"] = "memory"
     topics: list[Topic] | None = Field(default=None, max_length=MAX_TOPICS)
     source: Text | None = Field(default=None, max_length=MAX_SOURCE_CHARS)
     ttl_days: float | None = Field(default=None, gt=0, le=MAX_TTL_DAYS)
-    session_id: Id | None = Field(
+    session_id: NewId | None = Field(
         default=None,
         description="The conversation or episode the memory came from (id grammar): the note is "
         "indexed together with its predecessor in the session.",
@@ -159,7 +180,7 @@ class AddMemory(Strict):
 
 class UpdateMemory(Strict):
     text: Text | None = Field(default=None, min_length=1, max_length=MAX_TEXT_CHARS)
-    readers: list[Id] | None = Field(default=None, max_length=MAX_READERS)
+    readers: list[NewId] | None = Field(default=None, max_length=MAX_READERS)
     topics: list[Topic] | None = Field(default=None, max_length=MAX_TOPICS)
     source: Text | None = Field(default=None, max_length=MAX_SOURCE_CHARS)
 
@@ -191,8 +212,8 @@ class LinkMemories(Strict):
 
 
 class IssueKey(Strict):
-    user_id: Id
-    agent_id: Id
+    user_id: NewId
+    agent_id: NewId
     role: Literal["agent", "tenant_admin", "auditor"] = "agent"
 
 
@@ -202,7 +223,7 @@ class EraseRequest(Strict):
 
 
 class CreateTenant(Strict):
-    tenant_id: Id
+    tenant_id: NewId
 
 
 class ErrorDetail(BaseModel):

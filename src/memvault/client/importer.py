@@ -12,59 +12,70 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
-import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-from memvault.api.schemas import ID_PATTERN
 from memvault.client import _calls
 from memvault.client.errors import (
+    ApiError,
     AuthenticationError,
     ForbiddenError,
     InvalidRequestError,
     MemvaultError,
+    RateLimitedError,
     ScreenRefusedError,
+    ServerError,
     TransportError,
+    UnavailableError,
+)
+from memvault.client.import_records import (
+    FORMATS,
+    ImportFileError,
+    ImportRecord,
+    as_id,
+    load,
+    read_jsonl,
+    read_mem0,
 )
 from memvault.client.sync import Client
+from memvault.scope import SHARED_AGENT
+from memvault.screening import id_credential
 
-FORMATS = ("mem0", "jsonl")
-MAX_TOPICS = 5
-MAX_TOPIC_CHARS = 64
-_ID = re.compile(ID_PATTERN)
-_NOT_ID_CHAR = re.compile(r"[^A-Za-z0-9._@-]")
+__all__ = [
+    "FORMATS",
+    "ImportFileError",
+    "ImportRecord",
+    "ImportReport",
+    "Importer",
+    "Outcome",
+    "as_id",
+    "idempotency_key",
+    "load",
+    "read_jsonl",
+    "read_mem0",
+]
+
 REPLAYED = "idempotent-replayed"
-
-
-class ImportFileError(MemvaultError):
-    """The input file is not in the announced format (names the record, never its content)."""
-
-    code = "import_file_invalid"
-
-
-@dataclass(frozen=True, slots=True)
-class ImportRecord:
-    """One memory to import. `index` is its 1-based position in the file."""
-
-    index: int
-    text: str
-    source_id: str | None = None
-    user_id: str | None = None
-    agent_id: str | None = None
-    topics: tuple[str, ...] = ()
-    source: str | None = None
-    note_type: str = "memory"
-    expires_at: datetime | None = None
+FATAL = (
+    AuthenticationError,
+    ForbiddenError,
+    TransportError,
+    RateLimitedError,
+    UnavailableError,
+    ServerError,
+)
+"""Errors about the run, not a record (wrong key, server away): the run stops, the report of
+what was done so far is still returned."""
 
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """What happened to one record: `added`, `present` (imported before), `refused` (by the
-    write screen: `code` and `detector`), `invalid` (`code` and a message naming the field),
+    write screen, or an id that is a credential: `code` and `detector`), `invalid` (`code` and
+    a message naming the field: a reserved or refused id, a record that cannot be read),
+    `failed` (the server refused the write for another reason, e.g. 409 `scope_erasing`),
     `expired` (its mem0 expiration date has passed) or `skipped` (no text)."""
 
     index: int
@@ -75,12 +86,20 @@ class Outcome:
     note_id: str | None = None
 
 
+STATUSES = ("added", "present", "refused", "invalid", "failed", "expired", "skipped")
+PROBLEMS = ("refused", "invalid", "failed", "expired", "skipped")
+
+
 @dataclass
 class ImportReport:
-    """Counts and per-record outcomes of one run."""
+    """Counts and per-record outcomes of one run. `stopped` holds why the run stopped early
+    (a wrong key, the server away: `code: message`), and `records` then exceeds the outcomes
+    by the records `not_attempted`; a rerun picks them up."""
 
     outcomes: list[Outcome] = field(default_factory=list)
     ids_rewritten: int = 0
+    records: int = 0
+    stopped: str | None = None
 
     def count(self, status: str) -> int:
         return sum(1 for o in self.outcomes if o.status == status)
@@ -90,33 +109,40 @@ class ImportReport:
         return [o for o in self.outcomes if o.status == "refused"]
 
     def as_dict(self) -> dict[str, Any]:
-        statuses = ("added", "present", "refused", "invalid", "expired", "skipped")
-        return {
-            "records": len(self.outcomes),
-            **{status: self.count(status) for status in statuses},
+        records = max(self.records, len(self.outcomes))
+        out: dict[str, Any] = {
+            "records": records,
+            **{status: self.count(status) for status in STATUSES},
+            "not_attempted": records - len(self.outcomes),
             "ids_rewritten": self.ids_rewritten,
             "problems": [
                 {k: v for k, v in _fields(o).items() if v is not None and k != "note_id"}
                 for o in self.outcomes
-                if o.status in ("refused", "invalid", "expired", "skipped")
+                if o.status in PROBLEMS
             ],
         }
+        if self.stopped is not None:
+            out["stopped"] = self.stopped
+        return out
 
     def lines(self) -> list[str]:
         """The human report: counts, then one line per record not imported."""
         d = self.as_dict()
         out = [
             f"{d['records']} records: {d['added']} added, {d['present']} already present, "
-            f"{d['refused']} refused, {d['invalid']} invalid, {d['expired']} expired, "
-            f"{d['skipped']} skipped"
+            f"{d['refused']} refused, {d['invalid']} invalid, {d['failed']} failed, "
+            f"{d['expired']} expired, {d['skipped']} skipped"
         ]
+        if self.stopped is not None:
+            out.append(f"stopped early ({self.stopped}): {d['not_attempted']} not attempted")
         if self.ids_rewritten:
             out.append(f"records whose user or agent id was rewritten: {self.ids_rewritten}")
         for o in self.outcomes:
             if o.status == "refused":
-                out.append(f"record {o.index}: refused ({o.code}, detector {o.detector})")
-            elif o.status == "invalid":
-                out.append(f"record {o.index}: invalid ({o.code}: {o.message})")
+                reason = f": {o.message}" if o.message else ""
+                out.append(f"record {o.index}: refused ({o.code}, detector {o.detector}){reason}")
+            elif o.status in ("invalid", "failed"):
+                out.append(f"record {o.index}: {o.status} ({o.code}: {o.message})")
             elif o.status in ("expired", "skipped"):
                 out.append(f"record {o.index}: {o.status}")
         return out
@@ -124,125 +150,6 @@ class ImportReport:
 
 def _fields(outcome: Outcome) -> dict[str, Any]:
     return {name: getattr(outcome, name) for name in Outcome.__slots__}
-
-
-# --- reading -------------------------------------------------------------------------------
-
-
-def load(path: Path, fmt: str) -> list[ImportRecord]:
-    """Read a mem0 export (`fmt="mem0"`) or a JSON lines file (`fmt="jsonl"`)."""
-    raw = path.read_text(encoding="utf-8")
-    if fmt == "mem0":
-        try:
-            data = json.loads(raw)
-        except ValueError:
-            raise ImportFileError("the file is not JSON") from None
-        return read_mem0(data)
-    if fmt == "jsonl":
-        return read_jsonl(raw.splitlines())
-    raise ImportFileError(f"unknown format (use one of: {', '.join(FORMATS)})")
-
-
-def read_mem0(data: Any) -> list[ImportRecord]:
-    """mem0's `Memory.get_all()` / `search()` output `{"results": [{"id", "memory", "hash",
-    "metadata", "created_at", "updated_at", "user_id", "agent_id", "run_id", ...}]}`, a bare
-    list of such items (`MemoryClient.get_all`), or `{"memories": [...]}`."""
-    items = data.get("results", data.get("memories")) if isinstance(data, dict) else data
-    if not isinstance(items, list):
-        raise ImportFileError('expected {"results": [...]} or a list of memories')
-    records = []
-    for index, item in enumerate(items, start=1):
-        if not isinstance(item, dict):
-            raise ImportFileError(f"record {index} is not an object")
-        text = item.get("memory", item.get("data", item.get("text")))
-        metadata = item.get("metadata")
-        meta: dict[str, Any] = metadata if isinstance(metadata, dict) else {}
-        categories = (
-            item.get("categories")
-            or meta.get("categories")
-            or meta.get("topics")
-            or meta.get("category")
-        )
-        records.append(
-            ImportRecord(
-                index=index,
-                text=text if isinstance(text, str) else "",
-                source_id=_str(item.get("id")),
-                user_id=_str(item.get("user_id")),
-                agent_id=_str(item.get("agent_id")),
-                topics=_topics(categories),
-                note_type="memory",
-                expires_at=_date(item.get("expiration_date")),
-            )
-        )
-    return records
-
-
-def read_jsonl(lines: Iterable[str]) -> list[ImportRecord]:
-    """One JSON object per line: `text` (or `memory`), and optionally `id`, `user_id`,
-    `agent_id`, `topics`, `source`, `note_type`."""
-    records = []
-    index = 0
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        index += 1
-        try:
-            item = json.loads(line)
-        except ValueError:
-            raise ImportFileError(f"line {number} is not JSON") from None
-        if not isinstance(item, dict):
-            raise ImportFileError(f"line {number} is not an object")
-        text = item.get("text", item.get("memory"))
-        note_type = "knowledge" if item.get("note_type") == "knowledge" else "memory"
-        records.append(
-            ImportRecord(
-                index=index,
-                text=text if isinstance(text, str) else "",
-                source_id=_str(item.get("id")),
-                user_id=_str(item.get("user_id")),
-                agent_id=_str(item.get("agent_id")),
-                topics=_topics(item.get("topics")),
-                source=_str(item.get("source")),
-                note_type=note_type,
-            )
-        )
-    return records
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def _topics(value: Any) -> tuple[str, ...]:
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list):
-        return ()
-    topics = [t.strip()[:MAX_TOPIC_CHARS] for t in value if isinstance(t, str) and t.strip()]
-    return tuple(dict.fromkeys(topics))[:MAX_TOPICS]
-
-
-def _date(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def as_id(value: str | None, default: str) -> tuple[str, bool]:
-    """`value` if it matches the id grammar, else a rewrite of it that does (and True)."""
-    if value is None:
-        return default, False
-    if _ID.fullmatch(value):
-        return value, False
-    rewritten = _NOT_ID_CHAR.sub("-", value)
-    if not rewritten[:1].isalnum():
-        rewritten = "x" + rewritten
-    return rewritten[:128], True
 
 
 def idempotency_key(record: ImportRecord, scope: str) -> str:
@@ -285,52 +192,101 @@ class Importer:
     def run(
         self, records: list[ImportRecord], advance: Callable[[int], None] | None = None
     ) -> ImportReport:
-        """Import every record; `advance(1)` is called after each one (a progress bar)."""
-        report = ImportReport()
+        """Import every record; `advance(1)` is called after each one (a progress bar).
+
+        A bad record never stops the run: it gets its outcome in the report. Only an error
+        about the run itself (`FATAL`: a wrong key, the server away) stops it; the report then
+        says so in `stopped`, and holds every outcome up to there.
+        """
+        report = ImportReport(records=len(records))
         self._now = datetime.now(UTC)
-        if self._api_key is not None:
-            with self._make(self._base_url, self._api_key) as client:
-                scope = "key:" + _key_id(self._api_key)
-                for record in records:
-                    report.outcomes.append(self._one(client, record, scope))
-                    if advance:
-                        advance(1)
-            return report
-        return self._run_as_admin(records, report, advance)
+        try:
+            if self._api_key is not None:
+                with self._make(self._base_url, self._api_key) as client:
+                    scope = "key:" + _key_id(self._api_key)
+                    for record in records:
+                        report.outcomes.append(self._one(client, record, scope))
+                        if advance:
+                            advance(1)
+            else:
+                self._run_as_admin(records, report, advance)
+        except FATAL as exc:
+            report.stopped = f"{getattr(exc, 'code', type(exc).__name__)}: {exc.message}"
+        return report
 
     def _run_as_admin(
         self,
         records: list[ImportRecord],
         report: ImportReport,
         advance: Callable[[int], None] | None,
-    ) -> ImportReport:
+    ) -> None:
         assert self._admin_key is not None
-        clients: dict[tuple[str, str], tuple[Client, str]] = {}
+        clients: dict[tuple[str, str], tuple[Client, str] | Outcome] = {}
         with self._make(self._base_url, self._admin_key) as admin:
             try:
                 for record in records:
-                    user, user_changed = as_id(record.user_id, self._default_user)
-                    agent, agent_changed = as_id(record.agent_id, self._default_agent)
-                    report.ids_rewritten += int(user_changed or agent_changed)
-                    if (user, agent) not in clients:
-                        issued = admin.issue_key(user, agent)
-                        clients[(user, agent)] = (
-                            self._make(self._base_url, issued.api_key),
-                            issued.key_id,
-                        )
-                    client, _key = clients[(user, agent)]
-                    report.outcomes.append(self._one(client, record, f"scope:{user}/{agent}"))
+                    report.outcomes.append(self._admin_one(admin, clients, record, report))
                     if advance:
                         advance(1)
             finally:
-                for client, key_id in clients.values():
+                for entry in clients.values():
+                    if isinstance(entry, Outcome):
+                        continue
+                    client, key_id = entry
                     client.close()
                     # The import's own temporary key; if this fails an admin can revoke it later.
                     with contextlib.suppress(MemvaultError):
                         admin.revoke_key(key_id)
-        return report
+
+    def _admin_one(
+        self,
+        admin: Client,
+        clients: dict[tuple[str, str], tuple[Client, str] | Outcome],
+        record: ImportRecord,
+        report: ImportReport,
+    ) -> Outcome:
+        """One record under its own user and agent: its ids are checked, then a key is issued
+        for its scope (once per scope; a refusal is remembered for the scope's other records)."""
+        if record.problem is not None:
+            return Outcome(record.index, "invalid", code="invalid_record", message=record.problem)
+        for name, value in (("user_id", record.user_id), ("agent_id", record.agent_id)):
+            detector = id_credential(value) if value else None
+            if detector is not None:  # checked before the rewrite: `ghp_…` would hide as `ghp-…`
+                return Outcome(
+                    record.index,
+                    "refused",
+                    code="credential_refused",
+                    detector=detector,
+                    message=f"{name} has the form of a credential",
+                )
+        user, user_changed = as_id(record.user_id, self._default_user)
+        agent, agent_changed = as_id(record.agent_id, self._default_agent)
+        if agent == SHARED_AGENT:
+            return Outcome(
+                record.index,
+                "invalid",
+                code="reserved_id",
+                message=f"agent_id '{SHARED_AGENT}' is reserved for the shared scope",
+            )
+        report.ids_rewritten += int(user_changed or agent_changed)
+        entry = clients.get((user, agent))
+        if entry is None:
+            try:
+                issued = admin.issue_key(user, agent)
+            except ScreenRefusedError as exc:
+                entry = Outcome(0, "refused", code=exc.code, detector=exc.detector)
+            except InvalidRequestError as exc:
+                entry = Outcome(0, "invalid", code=exc.code, message=exc.message)
+            else:
+                entry = (self._make(self._base_url, issued.api_key), issued.key_id)
+            clients[(user, agent)] = entry
+        if isinstance(entry, Outcome):
+            return Outcome(record.index, entry.status, entry.code, entry.detector, entry.message)
+        return self._one(entry[0], record, f"scope:{user}/{agent}")
 
     def _one(self, client: Client, record: ImportRecord, scope: str) -> Outcome:
+        if record.problem is not None:
+            return Outcome(record.index, "invalid", code="invalid_record", message=record.problem)
         if not record.text.strip():
             return Outcome(record.index, "skipped", message="no text")
         ttl_days = None
@@ -354,10 +310,12 @@ class Importer:
             _calls.raise_for_error(response)
         except ScreenRefusedError as exc:
             return Outcome(record.index, "refused", code=exc.code, detector=exc.detector)
-        except (AuthenticationError, ForbiddenError, TransportError):
+        except FATAL:
             raise
         except InvalidRequestError as exc:
             return Outcome(record.index, "invalid", code=exc.code, message=exc.message)
+        except ApiError as exc:  # e.g. 409 scope_erasing: this record, not the run
+            return Outcome(record.index, "failed", code=exc.code, message=exc.message)
         note = call.parse(response)
         existed = response.headers.get(REPLAYED) == "true" or _before(note.created_at, self._now)
         return Outcome(record.index, "present" if existed else "added", note_id=note.id)

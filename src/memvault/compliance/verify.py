@@ -32,12 +32,43 @@ __all__ = [
 ]
 
 
+RECEIPT_FIELDS = frozenset({"receipt", "key_id", "signature"})
+JOB_FIELDS = frozenset({"id", "state"})
+_NOT_A_RECEIPT = (
+    'not a receipt: expected {"receipt", "key_id", "signature"}, alone or with the job\'s "id" '
+    'and "state" as POST /v1/admin/erase answers'
+)
+
+
+def unwrap_receipt(document: Any) -> tuple[dict[str, Any] | None, str]:
+    """The signed receipt `{"receipt", "key_id", "signature"}` inside `document`, or None and
+    why not. Takes the bare receipt (the SDK's `job.document`) and the answer of
+    `POST /v1/admin/erase`, `GET /v1/admin/erasures/{id}` or a tenant deletion, which adds the
+    job's `id` (the receipt's own id) and `state` (`"done"`) beside the receipt's keys; any
+    other key is refused."""
+    if not isinstance(document, dict):
+        return None, _NOT_A_RECEIPT
+    keys = set(document)
+    if "state" in keys and document["state"] != "done":
+        state = str(document["state"])[:32]
+        return None, f"the job is not done (state {state!r}): no receipt yet"
+    if not keys >= RECEIPT_FIELDS or not keys <= RECEIPT_FIELDS | JOB_FIELDS:
+        return None, _NOT_A_RECEIPT
+    receipt = document["receipt"]
+    if "id" in keys and (not isinstance(receipt, dict) or receipt.get("id") != document["id"]):
+        return None, "the job's id is not the receipt's id"
+    return {k: document[k] for k in RECEIPT_FIELDS}, ""
+
+
 def verify_receipt(document: Any, public_keys: Sequence[Mapping[str, Any]]) -> Verdict:
-    """Check an erasure receipt `{"receipt": {...}, "key_id", "signature"}`: the signature over
-    the canonical JSON of `receipt`, and that `verified` is true exactly when every store's
-    `remaining` is 0."""
-    if not isinstance(document, dict) or set(document) != {"receipt", "key_id", "signature"}:
-        return Verdict(False, 'not a receipt: expected {"receipt", "key_id", "signature"}')
+    """Check an erasure receipt `{"receipt": {...}, "key_id", "signature"}` (bare, or as the API
+    answers it, with the job's `id` and `state`): the signature over the
+    canonical JSON of `receipt`, and that `verified` is true exactly when every store's
+    `remaining` is 0 (see `unwrap_receipt`)."""
+    signed, problem = unwrap_receipt(document)
+    if signed is None:
+        return Verdict(False, problem)
+    document = signed
     receipt = document["receipt"]
     if not isinstance(receipt, dict):
         return Verdict(False, "receipt is not an object")

@@ -202,7 +202,9 @@ class Keyring(KeyVersions, ApiKeyPeppers, Unpicklable):
             finally:
                 self._forget(tenant, user, agent)
             self._store.scrub()
-        _log.info("keys shredded tenant=%s user=%s agent=%s count=%d", tenant, user, agent, removed)
+        # No user or agent id in a log line: the audit log keeps user ids only as keyed
+        # pseudonyms, and an erased user's id must be in no file after the erase.
+        _log.info("keys shredded tenant=%s level=%s count=%d", tenant, _level(user, agent), removed)
         return removed
 
     def rotate_scope(self, scope: Scope) -> int:
@@ -229,10 +231,8 @@ class Keyring(KeyVersions, ApiKeyPeppers, Unpicklable):
                     keyset.keys[version] = AeadKey(material)
                     self._handles[scope] = ScopeAead(scope, keyset, version)
                     _log.info(
-                        "data key rotated tenant=%s user=%s agent=%s version=%d",
+                        "data key rotated tenant=%s version=%d",
                         scope.tenant,
-                        scope.user,
-                        scope.agent,
                         version,
                     )
                     return version
@@ -350,10 +350,8 @@ class Keyring(KeyVersions, ApiKeyPeppers, Unpicklable):
             wrapped = tenant_key.seal(new_key_material(), _data_key_aad(scope, 1))
             if self._store.insert_data_key(scope, 1, wrapped):
                 _log.debug(
-                    "data key created tenant=%s user=%s agent=%s version=1",
+                    "data key created tenant=%s version=1",
                     scope.tenant,
-                    scope.user,
-                    scope.agent,
                 )
             rows = self._store.data_keys(scope)
             if not rows:
@@ -454,3 +452,8 @@ def _matches(scope: Scope, tenant: str, user: str | None, agent: str | None) -> 
         and (user is None or scope.user == user)
         and (agent is None or scope.agent == agent)
     )
+
+
+def _level(user: str | None, agent: str | None) -> str:
+    """What a shred covered, for the log: `tenant`, `user` or `agent` (never the ids)."""
+    return "tenant" if user is None else ("user" if agent is None else "agent")

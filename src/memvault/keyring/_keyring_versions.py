@@ -89,10 +89,8 @@ class KeyVersions:
                 self._keysets.pop(scope, None)
             self._store.scrub()
         _log.info(
-            "data key versions destroyed tenant=%s user=%s agent=%s below=%d count=%d",
+            "data key versions destroyed tenant=%s below=%d count=%d",
             scope.tenant,
-            scope.user,
-            scope.agent,
             version,
             removed,
         )

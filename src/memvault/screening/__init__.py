@@ -16,10 +16,14 @@ not an identifier (`source`, each topic) through `Screen.check_field`:
 `tenant_pseudonym(pii_type, canonical_value)` returns a few lowercase hex characters (an HMAC
 under the tenant's index key, truncated), so redacted PII reads `[PHONE:7f3a9c]`.
 
+Identifiers (user, agent, tenant, reader and session ids) are stored in clear; where one enters,
+`id_credential(value)` names the credential format detector it matches, if any (see `_ids`).
+
 A result never carries a refused text or any matched value; see docs/screening.md for what each
 detector catches, what it misses, and the measured figures.
 """
 
+from memvault.screening._ids import id_credential
 from memvault.screening._model import (
     PII_TYPES,
     Finding,
@@ -43,5 +47,6 @@ __all__ = [
     "ScreenPolicy",
     "ScreenResult",
     "Verdict",
+    "id_credential",
     "normalise",
 ]

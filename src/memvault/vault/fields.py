@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from memvault.errors import InvalidRequest
-from memvault.scope import SHARED_AGENT, WILDCARD_READER, validate_id
+from memvault.scope import SHARED_AGENT, WILDCARD_READER, validate_new_id
 from memvault.vault.notes import NoteType
 
 MAX_TEXT_CHARS = 32_000
@@ -97,7 +97,7 @@ def check_readers(readers: Sequence[str] | None, owner: str) -> list[str]:
         raise InvalidRequest("readers must be a list of agent ids")
     if readers is not None and len(readers) > MAX_READERS:
         raise InvalidRequest(f"readers holds at most {MAX_READERS} entries")
-    extra = [validate_id(r, "readers") for r in readers or ()]
+    extra = [validate_new_id(r, "readers") for r in readers or ()]
     if SHARED_AGENT in extra or WILDCARD_READER in extra:
         raise InvalidRequest("use visibility=shared to share a note")
     return [owner, *sorted(set(extra) - {owner})]
@@ -124,7 +124,7 @@ def check_session_id(session_id: object) -> str | None:
         return None
     if not isinstance(session_id, str):
         raise InvalidRequest("session_id must be a string")
-    return validate_id(session_id, "session_id")
+    return validate_new_id(session_id, "session_id")
 
 
 def check_occurred_at(value: object, field: str = "occurred_at") -> float | None:

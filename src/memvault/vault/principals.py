@@ -24,7 +24,7 @@ from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.orm import Session
 
 from memvault.errors import AuthenticationError, InvalidRequest, NotFound
-from memvault.scope import SHARED_AGENT, Scope, validate_id
+from memvault.scope import SHARED_AGENT, Scope, validate_id, validate_new_id
 from memvault.vault.key_cache import VerifiedKeys
 from memvault.vault.store.database import Database
 from memvault.vault.store.driver_sql import DriverStatement
@@ -119,8 +119,8 @@ class ApiKeys:
     def issue(self, tenant: str, user: str, agent: str, role: str) -> IssuedKey:
         """Create a key for (tenant, user, agent) with `role`."""
         validate_id(tenant, "tenant_id")
-        validate_id(user, "user_id")
-        validate_id(agent, "agent_id")
+        validate_new_id(user, "user_id")  # stored in clear: never a credential
+        validate_new_id(agent, "agent_id")
         if role not in TENANT_ROLES:
             raise InvalidRequest(f"role must be one of {', '.join(TENANT_ROLES)}")
         if role == "agent" and agent == SHARED_AGENT:

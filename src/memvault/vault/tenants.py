@@ -7,7 +7,7 @@ from collections.abc import Callable
 from sqlalchemy.exc import IntegrityError
 
 from memvault.errors import Conflict, NotFound
-from memvault.scope import validate_id
+from memvault.scope import validate_new_id
 from memvault.vault.principals import ApiKeys, IssuedKey
 from memvault.vault.store.database import Database
 from memvault.vault.store.models import TenantRow
@@ -31,7 +31,7 @@ class Tenants:
         The unique index on `lower(tenant_id)` decides (an exact repeat hits the primary key),
         so two racing creations cannot both succeed.
         """
-        validate_id(tenant, "tenant_id")
+        validate_new_id(tenant, "tenant_id")
         try:
             with self._db.session(tenant) as sess:
                 sess.add(TenantRow(tenant_id=tenant, created_at=self._clock(), policy_json="{}"))
