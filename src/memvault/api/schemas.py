@@ -321,6 +321,11 @@ class NoteList(BaseModel):
     total: int
     limit: int
     offset: int
+    next_cursor: str | None = Field(
+        default=None,
+        description="Pass as `cursor` for the next page (opaque; null on the last page). "
+        "A walk by cursor yields every note alive for the whole walk exactly once.",
+    )
 
 
 class SearchResult(BaseModel):

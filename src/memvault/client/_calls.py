@@ -211,8 +211,21 @@ def get(note_id: str) -> Call[Note]:
     return call("GET", f"/v1/memories/{seg(note_id)}", _model(Note))
 
 
-def list_notes(limit: int = 50, offset: int = 0) -> Call[Page]:
-    return call("GET", "/v1/memories", _model(Page), params={"limit": limit, "offset": offset})
+def list_notes(limit: int = 50, offset: int = 0, cursor: str | None = None) -> Call[Page]:
+    params: dict[str, str | int | None] = {"limit": limit, "cursor": cursor}
+    if cursor is None:  # the server refuses a cursor with an offset
+        params["offset"] = offset
+    return call("GET", "/v1/memories", _model(Page), params=params)
+
+
+def next_page(page: Page, offset: int) -> tuple[str | None, int] | None:
+    """Where `iter_notes` reads next after `page` (read at `offset`): `(cursor, 0)` when the
+    server pages by cursor, `(None, next offset)` for a server from before cursors (which
+    sends no `next_cursor`), or None after the last page."""
+    if "next_cursor" in page.model_fields_set:
+        return None if page.next_cursor is None else (page.next_cursor, 0)
+    offset += len(page.items)
+    return None if not page.items or offset >= page.total else (None, offset)
 
 
 def update(
