@@ -7,7 +7,6 @@ in full. Errors name the field and the rule, never the value.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
@@ -36,6 +35,7 @@ from memvault.vault.fields import (
     MAX_TTL_DAYS,
     text_problem,
 )
+from memvault.vault.ids import NOTE_ID_PATTERN, is_note_id
 from memvault.vault.notes import Note, SearchHit
 
 MEMORY_NOTICE = (
@@ -46,7 +46,7 @@ ID_PATTERN = f"^{ID_GRAMMAR}$"
 """The id grammar as a JSON Schema (ECMA-262) pattern, where `$` is the end of input. The server
 matches it with `re.fullmatch`, so a trailing newline (`"acme\\n"`) is rejected."""
 
-UUID_PATTERN = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+UUID_PATTERN = NOTE_ID_PATTERN
 """Note ids (UUIDv7, canonical 8-4-4-4-12 hex form)."""
 
 KEY_ID_PATTERN = "^[0-9a-f]{16}$"
@@ -54,8 +54,6 @@ KEY_ID_PATTERN = "^[0-9a-f]{16}$"
 
 TEXT_PATTERN = "^[^\\u0000]*$"
 """Free text: any Unicode scalar values except NUL. Lone surrogates are not valid Unicode."""
-
-_UUID_RE = re.compile(UUID_PATTERN[1:-1])
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +96,7 @@ def check_id(value: str) -> str:
 
 
 def check_uuid(value: str) -> str:
-    if _UUID_RE.fullmatch(value) is None:
+    if not is_note_id(value):
         raise PydanticCustomError("uuid_pattern", "must be a note id (UUID)")
     return value
 

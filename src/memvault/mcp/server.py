@@ -34,7 +34,7 @@ from memvault.mcp.envelope import (
     envelope,
     quality_scan_unavailable,
 )
-from memvault.mcp.gate import ArgumentGate
+from memvault.mcp.gate import ArgumentGate, close_schemas
 from memvault.scope import ID_GRAMMAR
 from memvault.vault.fields import (
     MAX_LIST_LIMIT,
@@ -262,4 +262,5 @@ def build_server(backend: MemoryBackend) -> MCPServer[object]:
             message=f"{len(found)} notes flagged low_quality.",
         )
 
+    close_schemas(server)
     return server
