@@ -25,7 +25,7 @@ from memvault.amem.relating import changed_slot, relate, restates
 from memvault.amem.review import review_markdown
 from memvault.amem.thresholds import thresholds_for
 from memvault.amem.views import Candidate, NoteView
-from memvault.scope import SHARED_AGENT, Scope
+from memvault.scope import SHARED_AGENT, Scope, may_write
 from memvault.vault.notes import Note
 from memvault.vault.store.models import NoteRow
 
@@ -82,7 +82,7 @@ def as_views(view: ScopedVault, notes: Sequence[Note]) -> list[NoteView]:
             tags=n.tags,
             context=n.context,
             shared=n.agent == SHARED_AGENT,
-            writable=agent in n.writers or "*" in n.writers,
+            writable=may_write(agent, n.writers),
             ephemeral="ephemeral" in n.flags,
             conflict="conflict" in n.flags,
             vector=vector.tolist(),
@@ -181,7 +181,7 @@ def quality_scan(view: ScopedVault) -> list[QualityFlag]:
     may only read is reported, never marked); the flags found."""
     agent = view.scope.agent
     found = list(flagged(view))
-    writable = [f.note_id for n, f in found if agent in n.writers or "*" in n.writers]
+    writable = [f.note_id for n, f in found if may_write(agent, n.writers)]
     set_flags(view, writable, low_quality=1)
     return [flag for _, flag in found]
 

@@ -292,18 +292,6 @@ class DeploymentIdentityRow(Base):
     value: Mapped[str] = mapped_column(String(256))
 
 
-TENANT_TABLES = (
-    "notes",
-    "links",
-    "api_keys",
-    "audit_events",
-    "refusals",
-    "corpus_stats",
-    "idempotency_keys",
-    "erasure_jobs",
-)
-"""Tables with row-level security on PostgreSQL."""
-
 OPERATOR_TABLES = ("tenants", "tenant_deletions", "deployment_identity")
 """Tables without a per-tenant primary key: the tenant registry, the operator's deletions and the
 deployment's identity (the database's id and its bound keystore's)."""
