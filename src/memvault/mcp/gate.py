@@ -40,6 +40,8 @@ def argument_problems(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -
     ]
     validator = Draft202012Validator(dict(schema))
     for error in sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.path)):
+        if error.validator == "additionalProperties" and not error.absolute_path:
+            continue  # the unknown arguments, named above
         problems.append(f"{_field(error.absolute_path)}: {_rule(error)}")
     return problems
 
