@@ -58,13 +58,13 @@ class ConsolidationReport:
 def own_notes(view: ScopedVault) -> list[Note]:
     """Every live note the caller reads (its own, shared ones, those it was made a reader of)."""
     notes: list[Note] = []
-    offset = 0
-    while True:
-        page, total = view.list_notes(limit=PAGE, offset=offset)
-        notes.extend(page)
-        offset += len(page)
-        if not page or offset >= total:
+    cursor: str | None = None
+    while True:  # by cursor: a note deleted meanwhile never makes the walk skip another
+        page = view.list_page(limit=PAGE, cursor=cursor)
+        notes.extend(page.notes)
+        if page.next_cursor is None:
             return notes
+        cursor = page.next_cursor
 
 
 def as_views(view: ScopedVault, notes: Sequence[Note]) -> list[NoteView]:
