@@ -105,3 +105,43 @@ def test_cursor_pages_and_refusals(api: Api) -> None:
         pytest.raises(InvalidRequestError),
     ):
         mv.list(cursor="x")
+
+
+def test_mcp_memory_list_walks_by_cursor(api: Api) -> None:
+    import anyio
+    from mcp import Client as McpClient
+
+    from memvault.mcp import EmbeddedBackend, build_server
+
+    key = api.agent_key("acme", "alice", "bot")
+    newest_first = _fill(api, key)
+    backend = EmbeddedBackend.authenticate(api.services, key)
+
+    async def walk() -> list[str]:
+        out: list[str] = []
+        cursor: str | None = None
+        async with McpClient(build_server(backend)) as client:
+            bad = await client.call_tool("memory_list", {"cursor": "x"})
+            assert bad.is_error  # a cursor that is not one is refused, not followed
+            while True:
+                args: dict[str, object] = {"limit": PAGE}
+                if cursor is not None:
+                    args["cursor"] = cursor
+                result = await client.call_tool("memory_list", args)
+                assert not result.is_error and result.structured_content is not None
+                page = result.structured_content
+                for memory in page["memories"]:
+                    out.append(memory["id"])
+                    await anyio.to_thread.run_sync(_delete, api, key, memory["id"])
+                cursor = page["next_cursor"]
+                if cursor is None:
+                    return out
+
+    assert anyio.run(walk) == newest_first
+
+
+def test_rest_bearer_scheme_in_lower_case(api: Api) -> None:
+    key = api.agent_key("acme", "alice", "bot")
+    for scheme in ("bearer", "BEARER", "Bearer"):
+        r = api.client.get("/v1/memories", headers={"Authorization": f"{scheme} {key}"})
+        assert r.status_code == 200, scheme
