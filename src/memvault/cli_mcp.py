@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
+    from mcp.server.transport_security import TransportSecuritySettings
+
     from memvault.config import Settings
     from memvault.mcp.backends import MemoryBackend
     from memvault.vault.datadir import DataDirLock
@@ -46,12 +48,18 @@ class BearerGate:
 
     def __init__(self, app: Asgi, api_key: str) -> None:
         self._app = app
-        self._expected = f"Bearer {api_key}".encode()
+        self._expected = api_key.encode()
+
+    def admits(self, header: bytes) -> bool:
+        """Whether an `Authorization` header value presents the server's key: the scheme is
+        matched case-insensitively (RFC 7235), the key in constant time."""
+        scheme, _, token = header.partition(b" ")
+        return scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self._expected)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             presented = dict(scope.get("headers") or ()).get(b"authorization", b"")
-            if not hmac.compare_digest(presented, self._expected):
+            if not self.admits(presented):
                 body = b'{"error": {"code": "unauthorized", "message": "bearer key required"}}'
                 await send(
                     {
@@ -110,11 +118,49 @@ def _fail(message: str) -> Any:
     raise typer.Exit(1)
 
 
-def serve_http(server: Any, api_key: str, host: str, port: int) -> None:
-    """Streamable HTTP at `http://host:port/mcp`, behind the bearer gate."""
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def transport_security(
+    host: str, allowed_hosts: list[str], allowed_origins: list[str]
+) -> TransportSecuritySettings:
+    """The MCP SDK's Host/Origin checks (DNS-rebinding protection) for `--http`, always on.
+
+    On a loopback interface the loopback Hosts and Origins (any port) are allowed, as the SDK
+    does by itself, plus `allowed_hosts` / `allowed_origins` (e.g. a TLS proxy's public
+    `mcp.example.com` and `https://mcp.example.com`; `name:*` allows any port). On any other
+    interface (`0.0.0.0` included) only what is listed is allowed, and at least one Host must
+    be listed: the SDK alone would check nothing there.
+    """
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    hosts, origins = list(allowed_hosts), list(allowed_origins)
+    if host in LOOPBACK_HOSTS:
+        hosts += ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+        origins += ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+    elif not hosts:
+        raise ValueError(
+            f"--host {host} is not loopback: name the Host headers to accept with --allowed-host"
+        )
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=list(dict.fromkeys(hosts)),
+        allowed_origins=list(dict.fromkeys(origins)),
+    )
+
+
+def serve_http(
+    server: Any,
+    api_key: str,
+    host: str,
+    port: int,
+    security: TransportSecuritySettings,
+) -> None:
+    """Streamable HTTP at `http://host:port/mcp`, behind the bearer gate and the Host and
+    Origin checks of `security`."""
     import uvicorn
 
-    app = BearerGate(server.streamable_http_app(host=host), api_key)
+    app = BearerGate(server.streamable_http_app(host=host, transport_security=security), api_key)
     uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).run()
 
 
@@ -135,6 +181,22 @@ def add_mcp_command(
         ] = False,
         host: Annotated[str, typer.Option(help="With --http: interface to bind")] = "127.0.0.1",
         port: Annotated[int, typer.Option(help="With --http: port")] = DEFAULT_HTTP_PORT,
+        allowed_host: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--allowed-host",
+                help="With --http: a Host header to accept besides loopback's (repeatable; "
+                "`name:*` for any port). Needed when --host is not loopback.",
+            ),
+        ] = None,
+        allowed_origin: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--allowed-origin",
+                help="With --http: an Origin to accept besides loopback's (repeatable), "
+                "e.g. https://mcp.example.com",
+            ),
+        ] = None,
         embedded: Annotated[
             bool,
             typer.Option("--embedded", help="Open a local data directory instead of a server"),
@@ -155,6 +217,12 @@ def add_mcp_command(
         if not api_key:
             _fail("MEMVAULT_API_KEY is not set (memvault mcp needs an agent key)")
         base_url = url or os.environ.get("MEMVAULT_URL") or DEFAULT_URL
+        security = None
+        if http:
+            try:
+                security = transport_security(host, allowed_host or [], allowed_origin or [])
+            except ValueError as exc:
+                _fail(str(exc))
         backend = open_backend(
             api_key,
             embedded=embedded,
@@ -169,8 +237,8 @@ def add_mcp_command(
             server = build_server(backend)
             where = f"http://{host}:{port}/mcp" if http else "stdio"
             _say(f"serving {backend.name} memory on {where}")
-            if http:
-                serve_http(server, api_key, host, port)
+            if security is not None:
+                serve_http(server, api_key, host, port, security)
             else:
                 server.run("stdio")
         finally:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from memvault.errors import InvalidRequest, ScreenRefused
@@ -79,3 +80,10 @@ class Scope:
     @property
     def is_shared(self) -> bool:
         return self.agent == SHARED_AGENT
+
+
+def may_write(agent: str, writers: Iterable[str]) -> bool:
+    """The one "writable by" rule: `agent` may change a note whose writers list it or `*`.
+    (The caller has already established that the note is readable in its scope.)"""
+    members = set(writers)
+    return agent in members or WILDCARD_READER in members

@@ -162,10 +162,13 @@ def test_env_defaults_and_quoted_ids(monkeypatch: pytest.MonkeyPatch) -> None:
     with Client(transport=transport) as mv:
         assert mv.base_url == "http://from-env.test"
         with pytest.raises(MemvaultError):
-            mv.get("../admin/keys")
+            mv.get("../admin/keys")  # not a note id: refused before anything is sent
+        assert not requests
+        with pytest.raises(MemvaultError):
+            mv.revoke_key("../memories")
     assert requests[0].url.host == "from-env.test"
     assert requests[0].headers["Authorization"] == "Bearer env-key"
-    assert requests[0].url.raw_path == b"/v1/memories/..%2Fadmin%2Fkeys"
+    assert requests[0].url.raw_path == b"/v1/admin/keys/..%2Fmemories"
 
 
 def signed_receipt() -> tuple[dict, list[dict]]:

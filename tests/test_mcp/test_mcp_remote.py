@@ -202,5 +202,25 @@ def test_mcp_help_needs_no_key_and_lists_the_options() -> None:
         timeout=60,
     )
     assert done.returncode == 0
-    for option in ("--http", "--embedded", "--data-dir", "--url", "--port"):
+    for option in (
+        "--http",
+        "--embedded",
+        "--data-dir",
+        "--url",
+        "--port",
+        "--allowed-host",
+        "--allowed-origin",
+    ):
         assert option in done.stdout
+
+
+def test_mcp_http_on_all_interfaces_needs_an_allowed_host() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "memvault.cli", "mcp", "--http", "--host", "0.0.0.0"],
+        env=clean_env(MEMVAULT_API_KEY="mvk_unused.0123456789abcdef.secret"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1 and "--allowed-host" in done.stderr
+    assert "mvk_unused" not in done.stderr + done.stdout

@@ -43,7 +43,7 @@ from memvault.amem.thresholds import thresholds_for
 from memvault.amem.views import DIALOGUE_ACTIONS, Candidate
 from memvault.errors import InvalidRequest, NotFound, PermissionDenied, ScreenRefused
 from memvault.observability import count_gate_downgrade
-from memvault.scope import WILDCARD_READER
+from memvault.scope import may_write
 from memvault.vault.fields import MAX_QUERY_CHARS, MAX_SEARCH_LIMIT, MAX_TEXT_CHARS, check_string
 from memvault.vault.notes import Note
 from memvault.vault.service import ScopedVault
@@ -256,7 +256,7 @@ class DialogueGate:
         return None
 
     def _writable(self, note: Note) -> bool:
-        return self.view.scope.agent in note.writers or WILDCARD_READER in note.writers
+        return may_write(self.view.scope.agent, note.writers)
 
 
 _NEGATIONS = frozenset({"not", "no", "never", "don't", "doesn't", "isn't", "won't", "stopped"})

@@ -25,7 +25,7 @@ from memvault.amem.relating import changed_slot, relate, restates
 from memvault.amem.review import review_markdown
 from memvault.amem.thresholds import thresholds_for
 from memvault.amem.views import Candidate, NoteView
-from memvault.scope import SHARED_AGENT, Scope
+from memvault.scope import SHARED_AGENT, Scope, may_write
 from memvault.vault.notes import Note
 from memvault.vault.store.models import NoteRow
 
@@ -58,13 +58,13 @@ class ConsolidationReport:
 def own_notes(view: ScopedVault) -> list[Note]:
     """Every live note the caller reads (its own, shared ones, those it was made a reader of)."""
     notes: list[Note] = []
-    offset = 0
-    while True:
-        page, total = view.list_notes(limit=PAGE, offset=offset)
-        notes.extend(page)
-        offset += len(page)
-        if not page or offset >= total:
+    cursor: str | None = None
+    while True:  # by cursor: a note deleted meanwhile never makes the walk skip another
+        page = view.list_page(limit=PAGE, cursor=cursor)
+        notes.extend(page.notes)
+        if page.next_cursor is None:
             return notes
+        cursor = page.next_cursor
 
 
 def as_views(view: ScopedVault, notes: Sequence[Note]) -> list[NoteView]:
@@ -82,7 +82,7 @@ def as_views(view: ScopedVault, notes: Sequence[Note]) -> list[NoteView]:
             tags=n.tags,
             context=n.context,
             shared=n.agent == SHARED_AGENT,
-            writable=agent in n.writers or "*" in n.writers,
+            writable=may_write(agent, n.writers),
             ephemeral="ephemeral" in n.flags,
             conflict="conflict" in n.flags,
             vector=vector.tolist(),
@@ -181,7 +181,7 @@ def quality_scan(view: ScopedVault) -> list[QualityFlag]:
     may only read is reported, never marked); the flags found."""
     agent = view.scope.agent
     found = list(flagged(view))
-    writable = [f.note_id for n, f in found if agent in n.writers or "*" in n.writers]
+    writable = [f.note_id for n, f in found if may_write(agent, n.writers)]
     set_flags(view, writable, low_quality=1)
     return [flag for _, flag in found]
 

@@ -20,7 +20,7 @@ from memvault.amem.judge import Judge
 from memvault.amem.relating import changed_slot, relate, restates
 from memvault.amem.thresholds import AmemThresholds
 from memvault.amem.views import Candidate
-from memvault.scope import SHARED_AGENT
+from memvault.scope import SHARED_AGENT, may_write
 from memvault.vault.links import put_link
 from memvault.vault.notes import Note
 from memvault.vault.relations import may_relate
@@ -45,8 +45,7 @@ class Near:
     similarity: float
 
     def writable_by(self, agent: str) -> bool:
-        writers = parse_member_list(self.row.writers)
-        return agent in writers or "*" in writers
+        return may_write(agent, parse_member_list(self.row.writers))
 
     @property
     def shared(self) -> bool:

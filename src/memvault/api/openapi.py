@@ -219,6 +219,15 @@ def _shape_operation(
             param.setdefault("description", description)
 
 
+DOCS_FRAME_HEADERS = {
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": "frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+}
+"""`/docs` may not be framed (clickjacking, with a key in `persistAuthorization`), as the console
+may not; its CSP says only that, since Swagger UI runs an inline script."""
+
+
 def install_openapi(app: FastAPI) -> None:
     """Serve the contract at `/openapi.json` and Swagger UI at `/docs`, with no CDN."""
 
@@ -239,7 +248,7 @@ def _install_docs(app: FastAPI) -> None:
     @app.get("/docs", include_in_schema=False)
     def docs(request: Request) -> HTMLResponse:
         root = request.scope.get("root_path", "").rstrip("/")
-        return get_swagger_ui_html(
+        page = get_swagger_ui_html(
             openapi_url=f"{root}{app.openapi_url}",
             title=f"{app.title} API",
             swagger_js_url=f"{root}/docs/assets/swagger-ui-bundle.js",
@@ -247,3 +256,5 @@ def _install_docs(app: FastAPI) -> None:
             swagger_favicon_url=f"{root}/docs/assets/favicon-32x32.png",
             swagger_ui_parameters={"validatorUrl": None, "persistAuthorization": True},
         )
+        page.headers.update(DOCS_FRAME_HEADERS)
+        return page

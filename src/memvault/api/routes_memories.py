@@ -29,6 +29,7 @@ from memvault.api.schemas import (
 )
 from memvault.vault.factory import Services
 from memvault.vault.fields import MAX_LIST_LIMIT, MAX_OFFSET
+from memvault.vault.paging import MAX_CURSOR_CHARS
 from memvault.vault.principals import Principal
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
@@ -92,16 +93,40 @@ def search_memories(
     return SearchResponse(results=[SearchResult.of(h, now) for h in hits])
 
 
-@router.get("", dependencies=[Depends(only_query_params("limit", "offset"))])
+@router.get("", dependencies=[Depends(only_query_params("limit", "offset", "cursor"))])
 @in_read_lane
 def list_memories(
     vault: ScopedVaultDep,
     limit: Annotated[int, Query(ge=1, le=MAX_LIST_LIMIT)] = 50,
-    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+    offset: Annotated[
+        int,
+        Query(
+            ge=0,
+            le=MAX_OFFSET,
+            description="Skip this many notes. Unstable under writes (a delete shifts later "
+            "notes forward, so a walk by offset can skip notes): walk with `cursor`.",
+        ),
+    ] = 0,
+    cursor: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=MAX_CURSOR_CHARS,
+            description="The `next_cursor` of the previous page, unchanged: the page starts "
+            "just after that page's last note (stable under writes). Not with `offset`.",
+        ),
+    ] = None,
 ) -> NoteList:
-    """List readable memories, newest first, with the total count."""
-    notes, total = vault.list_notes(limit=limit, offset=offset)
-    return NoteList(items=[NoteOut.of(n) for n in notes], total=total, limit=limit, offset=offset)
+    """List readable memories, newest first, with the total count and `next_cursor` (null
+    on the last page)."""
+    page = vault.list_page(limit=limit, offset=offset, cursor=cursor)
+    return NoteList(
+        items=[NoteOut.of(n) for n in page.notes],
+        total=page.total,
+        limit=limit,
+        offset=offset,
+        next_cursor=page.next_cursor,
+    )
 
 
 @router.get("/{note_id}", dependencies=[Depends(only_query_params())])

@@ -8,7 +8,6 @@ in full. Errors name the field and the rule, never the value.
 from __future__ import annotations
 
 import contextlib
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
@@ -39,6 +38,7 @@ from memvault.vault.fields import (
     MAX_TTL_DAYS,
     text_problem,
 )
+from memvault.vault.ids import NOTE_ID_PATTERN, is_note_id
 from memvault.vault.notes import Note, SearchHit
 
 MEMORY_NOTICE = (
@@ -49,7 +49,7 @@ ID_PATTERN = f"^{ID_GRAMMAR}$"
 """The id grammar as a JSON Schema (ECMA-262) pattern, where `$` is the end of input. The server
 matches it with `re.fullmatch`, so a trailing newline (`"acme\\n"`) is rejected."""
 
-UUID_PATTERN = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+UUID_PATTERN = NOTE_ID_PATTERN
 """Note ids (UUIDv7, canonical 8-4-4-4-12 hex form)."""
 
 KEY_ID_PATTERN = "^[0-9a-f]{16}$"
@@ -57,8 +57,6 @@ KEY_ID_PATTERN = "^[0-9a-f]{16}$"
 
 TEXT_PATTERN = "^[^\\u0000]*$"
 """Free text: any Unicode scalar values except NUL. Lone surrogates are not valid Unicode."""
-
-_UUID_RE = re.compile(UUID_PATTERN[1:-1])
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +108,7 @@ def check_new_id(value: str, info: ValidationInfo) -> str:
 
 
 def check_uuid(value: str) -> str:
-    if _UUID_RE.fullmatch(value) is None:
+    if not is_note_id(value):
         raise PydanticCustomError("uuid_pattern", "must be a note id (UUID)")
     return value
 
@@ -342,6 +340,11 @@ class NoteList(BaseModel):
     total: int
     limit: int
     offset: int
+    next_cursor: str | None = Field(
+        default=None,
+        description="Pass as `cursor` for the next page (opaque; null on the last page). "
+        "A walk by cursor yields every note alive for the whole walk exactly once.",
+    )
 
 
 class SearchResult(BaseModel):

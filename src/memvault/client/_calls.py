@@ -17,7 +17,12 @@ from urllib.parse import quote
 
 import httpx
 
-from memvault.client.errors import MemvaultError, VerificationError, error_from_response
+from memvault.client.errors import (
+    InvalidRequestError,
+    MemvaultError,
+    VerificationError,
+    error_from_response,
+)
 from memvault.client.models import (
     AuditExport,
     Consolidation,
@@ -32,6 +37,7 @@ from memvault.client.models import (
     SearchHit,
     TtlDefaults,
 )
+from memvault.vault.ids import is_note_id
 
 T = TypeVar("T")
 
@@ -106,6 +112,14 @@ def raise_for_error(response: httpx.Response) -> None:
 def seg(value: str) -> str:
     """One path segment, percent-encoded (an id can never add a path component)."""
     return quote(value, safe="")
+
+
+def note_seg(note_id: str) -> str:
+    """A note id as a path segment; `InvalidRequestError` (nothing sent) for anything that is
+    not a note id (`.`, `..`, a path, an empty string), which would reach another route."""
+    if not is_note_id(note_id):
+        raise InvalidRequestError("note_id must be a note id (UUID)")
+    return note_id
 
 
 def _plain(value: Any) -> Any:
@@ -208,11 +222,24 @@ def search(
 
 
 def get(note_id: str) -> Call[Note]:
-    return call("GET", f"/v1/memories/{seg(note_id)}", _model(Note))
+    return call("GET", f"/v1/memories/{note_seg(note_id)}", _model(Note))
 
 
-def list_notes(limit: int = 50, offset: int = 0) -> Call[Page]:
-    return call("GET", "/v1/memories", _model(Page), params={"limit": limit, "offset": offset})
+def list_notes(limit: int = 50, offset: int = 0, cursor: str | None = None) -> Call[Page]:
+    params: dict[str, str | int | None] = {"limit": limit, "cursor": cursor}
+    if cursor is None:  # the server refuses a cursor with an offset
+        params["offset"] = offset
+    return call("GET", "/v1/memories", _model(Page), params=params)
+
+
+def next_page(page: Page, offset: int) -> tuple[str | None, int] | None:
+    """Where `iter_notes` reads next after `page` (read at `offset`): `(cursor, 0)` when the
+    server pages by cursor, `(None, next offset)` for a server from before cursors (which
+    sends no `next_cursor`), or None after the last page."""
+    if "next_cursor" in page.model_fields_set:
+        return None if page.next_cursor is None else (page.next_cursor, 0)
+    offset += len(page.items)
+    return None if not page.items or offset >= page.total else (None, offset)
 
 
 def update(
@@ -225,21 +252,21 @@ def update(
 ) -> Call[Note]:
     fields = {"text": text, "topics": topics, "readers": readers, "source": source}
     body = {k: _plain(v) for k, v in fields.items() if v is not None}
-    return call("PATCH", f"/v1/memories/{seg(note_id)}", _model(Note), body=body)
+    return call("PATCH", f"/v1/memories/{note_seg(note_id)}", _model(Note), body=body)
 
 
 def delete(note_id: str, *, purge: bool = False) -> Call[None]:
     params = {"purge": "true"} if purge else None
-    return call("DELETE", f"/v1/memories/{seg(note_id)}", _none, params=params)
+    return call("DELETE", f"/v1/memories/{note_seg(note_id)}", _none, params=params)
 
 
 def link(source_id: str, target_id: str) -> Call[None]:
-    path = f"/v1/memories/{seg(source_id)}/links"
-    return call("POST", path, _none, body={"target_id": target_id})
+    path = f"/v1/memories/{note_seg(source_id)}/links"
+    return call("POST", path, _none, body={"target_id": note_seg(target_id)})
 
 
 def links(note_id: str) -> Call[list[Link]]:
-    return call("GET", f"/v1/memories/{seg(note_id)}/links", _items(Link, "links"))
+    return call("GET", f"/v1/memories/{note_seg(note_id)}/links", _items(Link, "links"))
 
 
 # --- A-MEM calls (409 `conflict` when the server runs with MEMVAULT_AMEM=off) --------------

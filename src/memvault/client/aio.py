@@ -177,23 +177,29 @@ class AsyncClient:
         """One memory by id (`NotFoundError` outside the key's readable scopes)."""
         return await self._run(_calls.get(note_id))
 
-    async def list(self, limit: int = 50, offset: int = 0) -> Page:
-        """One page of memories, newest first: `items` and `total`."""
-        return await self._run(_calls.list_notes(limit, offset))
+    async def list(self, limit: int = 50, offset: int = 0, cursor: str | None = None) -> Page:
+        """One page of memories, newest first: `items`, `total` and `next_cursor` (null on
+        the last page). Pass a page's `next_cursor` as `cursor` for the next one (stable
+        while notes are written and deleted); `offset` is kept for compatibility and moves
+        under writes. Not both."""
+        return await self._run(_calls.list_notes(limit, offset, cursor))
 
     async def iter_notes(self, page_size: int = 100) -> AsyncIterator[Note]:
-        """Every memory, page by page (a note that moves between pages is yielded once)."""
+        """Every memory, newest first, page by page by cursor: a note alive for the whole walk
+        is yielded exactly once, even while notes are deleted or written during it."""
         seen: set[str] = set()
+        cursor: str | None = None
         offset = 0
         while True:
-            page = await self.list(limit=page_size, offset=offset)
+            page = await self.list(limit=page_size, offset=offset, cursor=cursor)
             for note in page.items:
                 if note.id not in seen:
                     seen.add(note.id)
                     yield note
-            offset += len(page.items)
-            if not page.items or offset >= page.total:
+            step = _calls.next_page(page, offset)
+            if step is None:
                 return
+            cursor, offset = step
 
     async def update(
         self,

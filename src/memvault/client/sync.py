@@ -174,23 +174,29 @@ class Client:
         """One memory by id (`NotFoundError` outside the key's readable scopes)."""
         return self._run(_calls.get(note_id))
 
-    def list(self, limit: int = 50, offset: int = 0) -> Page:
-        """One page of memories, newest first: `items` and `total`."""
-        return self._run(_calls.list_notes(limit, offset))
+    def list(self, limit: int = 50, offset: int = 0, cursor: str | None = None) -> Page:
+        """One page of memories, newest first: `items`, `total` and `next_cursor` (null on
+        the last page). Pass a page's `next_cursor` as `cursor` for the next one (stable
+        while notes are written and deleted); `offset` is kept for compatibility and moves
+        under writes. Not both."""
+        return self._run(_calls.list_notes(limit, offset, cursor))
 
     def iter_notes(self, page_size: int = 100) -> Iterator[Note]:
-        """Every memory, page by page (a note that moves between pages is yielded once)."""
+        """Every memory, newest first, page by page by cursor: a note alive for the whole walk
+        is yielded exactly once, even while notes are deleted or written during it."""
         seen: set[str] = set()
+        cursor: str | None = None
         offset = 0
         while True:
-            page = self.list(limit=page_size, offset=offset)
+            page = self.list(limit=page_size, offset=offset, cursor=cursor)
             for note in page.items:
                 if note.id not in seen:
                     seen.add(note.id)
                     yield note
-            offset += len(page.items)
-            if not page.items or offset >= page.total:
+            step = _calls.next_page(page, offset)
+            if step is None:
                 return
+            cursor, offset = step
 
     def update(
         self,

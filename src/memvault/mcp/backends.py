@@ -64,8 +64,11 @@ class MemoryBackend(Protocol):
     def search(self, query: str, *, limit: int, topics: list[str] | None, mode: str) -> list[Any]:
         """Best matches first (`SearchResult` shape)."""
 
-    def list(self, *, limit: int, offset: int) -> tuple[list[Any], int]:
-        """A page of readable memories, newest first, and the total."""
+    def list(
+        self, *, limit: int, offset: int, cursor: str | None = None
+    ) -> tuple[list[Any], int, str | None]:
+        """A page of readable memories, newest first (after `cursor` or at `offset`), the
+        total, and the next page's cursor (None after the last page)."""
 
     def get(self, note_id: str) -> Any:
         """One readable memory (`NoteOut` shape)."""
@@ -201,10 +204,12 @@ class EmbeddedBackend:
         now = time.time()
         return [SearchResult.of(hit, now) for hit in hits]
 
-    def list(self, *, limit: int, offset: int) -> tuple[list[NoteOut], int]:
+    def list(
+        self, *, limit: int, offset: int, cursor: str | None = None
+    ) -> tuple[list[NoteOut], int, str | None]:
         with _vault_errors():
-            notes, total = self._vault.list_notes(limit=limit, offset=offset)
-        return [NoteOut.of(n) for n in notes], total
+            page = self._vault.list_page(limit=limit, offset=offset, cursor=cursor)
+        return [NoteOut.of(n) for n in page.notes], page.total, page.next_cursor
 
     def get(self, note_id: str) -> NoteOut:
         with _vault_errors():
@@ -320,9 +325,11 @@ class RemoteBackend:
     def search(self, query: str, *, limit: int, topics: list[str] | None, mode: str) -> list[Any]:
         return list(self._call(self._client.search, query, limit=limit, topics=topics, mode=mode))
 
-    def list(self, *, limit: int, offset: int) -> tuple[list[Any], int]:
-        page = self._call(self._client.list, limit=limit, offset=offset)
-        return list(page.items), int(page.total)
+    def list(
+        self, *, limit: int, offset: int, cursor: str | None = None
+    ) -> tuple[list[Any], int, str | None]:
+        page = self._call(self._client.list, limit=limit, offset=offset, cursor=cursor)
+        return list(page.items), int(page.total), page.next_cursor
 
     def get(self, note_id: str) -> Any:
         return self._call(self._client.get, _note_id(note_id))

@@ -96,6 +96,10 @@ class MemoryEnvelope(BaseModel):
     total: int | None = Field(default=None, description="All readable memories (list only).")
     limit: int | None = None
     offset: int | None = None
+    next_cursor: str | None = Field(
+        default=None,
+        description="list only: pass as `cursor` for the next page (null on the last page).",
+    )
 
 
 class DeleteResult(BaseModel):
@@ -196,11 +200,14 @@ def envelope(
     total: int | None = None,
     limit: int | None = None,
     offset: int | None = None,
+    next_cursor: str | None = None,
 ) -> MemoryEnvelope:
     """Wrap memories (newest or best first, as given) in the data-not-instructions envelope."""
     now = time.time()
     memories = [recalled(m, now) for m in models]
-    return MemoryEnvelope(memories=memories, total=total, limit=limit, offset=offset)
+    return MemoryEnvelope(
+        memories=memories, total=total, limit=limit, offset=offset, next_cursor=next_cursor
+    )
 
 
 AMEM_OFF_MESSAGE = "A-MEM is off on this memvault server (MEMVAULT_AMEM=off); nothing was changed."

@@ -40,6 +40,8 @@ def argument_problems(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -
     ]
     validator = Draft202012Validator(dict(schema))
     for error in sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.path)):
+        if error.validator == "additionalProperties" and not error.absolute_path:
+            continue  # the unknown arguments, named above
         problems.append(f"{_field(error.absolute_path)}: {_rule(error)}")
     return problems
 
@@ -52,6 +54,13 @@ def _rule(error: ValidationError) -> str:
         if meant:
             return str(meant[0].validator)
     return str(error.validator)
+
+
+def close_schemas(server: MCPServer[Any]) -> None:
+    """Mark every registered tool's input schema `additionalProperties: false`, as the gate
+    enforces: a client reading the schema learns that unknown arguments are refused."""
+    for tool in server._tool_manager.list_tools():
+        tool.parameters["additionalProperties"] = False
 
 
 class ArgumentGate:
@@ -74,6 +83,8 @@ class ArgumentGate:
             name = ctx.params.get("name")
             arguments = ctx.params.get("arguments") or {}
             schema = await self._schema(name) if isinstance(name, str) else None
+            if isinstance(name, str) and schema is None:  # never echo a long name in full
+                return refusal(f"Unknown tool: {name[:MAX_NAME_CHARS]}")
             if schema is not None and isinstance(arguments, Mapping):
                 problems = argument_problems(schema, arguments)
                 if problems:

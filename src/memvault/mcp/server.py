@@ -34,7 +34,7 @@ from memvault.mcp.envelope import (
     envelope,
     quality_scan_unavailable,
 )
-from memvault.mcp.gate import ArgumentGate
+from memvault.mcp.gate import ArgumentGate, close_schemas
 from memvault.scope import ID_GRAMMAR
 from memvault.vault.fields import (
     MAX_LIST_LIMIT,
@@ -47,6 +47,7 @@ from memvault.vault.fields import (
     MAX_TOPICS,
     MAX_TTL_DAYS,
 )
+from memvault.vault.paging import MAX_CURSOR_CHARS
 
 log = logging.getLogger(__name__)
 
@@ -179,11 +180,25 @@ def build_server(backend: MemoryBackend) -> MCPServer[object]:
     @server.tool(name="memory_list", annotations=read_only, structured_output=True)
     def memory_list(
         limit: Annotated[int, Field(ge=1, le=MAX_LIST_LIMIT)] = 20,
-        offset: Annotated[int, Field(ge=0, le=MAX_OFFSET)] = 0,
+        offset: Annotated[
+            int,
+            Field(ge=0, le=MAX_OFFSET, description="Skip this many (moves when notes change)."),
+        ] = 0,
+        cursor: Annotated[
+            str | None,
+            Field(
+                min_length=1,
+                max_length=MAX_CURSOR_CHARS,
+                description="The previous page's `next_cursor`, unchanged (not with offset).",
+            ),
+        ] = None,
     ) -> MemoryEnvelope:
-        """List readable memories, newest first, with the total count."""
-        items, total = _run("memory_list", lambda: backend.list(limit=limit, offset=offset))
-        return envelope(items, total=total, limit=limit, offset=offset)
+        """List readable memories, newest first, with the total count. For the next page pass
+        `next_cursor` back as `cursor` (stable while notes change)."""
+        items, total, next_cursor = _run(
+            "memory_list", lambda: backend.list(limit=limit, offset=offset, cursor=cursor)
+        )
+        return envelope(items, total=total, limit=limit, offset=offset, next_cursor=next_cursor)
 
     @server.tool(name="memory_get", annotations=read_only, structured_output=True)
     def memory_get(id: NoteId) -> MemoryEnvelope:
@@ -247,4 +262,5 @@ def build_server(backend: MemoryBackend) -> MCPServer[object]:
             message=f"{len(found)} notes flagged low_quality.",
         )
 
+    close_schemas(server)
     return server

@@ -64,8 +64,17 @@ _EXFILTRATION = re.compile(
     r"\?\S*=\$)",
     re.IGNORECASE,
 )
+_ENVELOPE = re.compile(
+    # text that imitates the result envelope a recalled memory is shown in, to end it early
+    # and start a "notice" of its own: an envelope tag, or a JSON key of the envelope
+    r"</?(?:memories|memory|recalled_memor(?:y|ies)|notice|tool_result|function_results)\s*>|"
+    r"\{\s*\\?[\"'](?:notice|memories|structuredContent|isError)\\?[\"']\s*:|"
+    r"memvault\.recalled_memory|[\"']\s*\}\s*\]\s*\}",
+    re.IGNORECASE,
+)
 _INJECTION_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("instruction_override", _INJECTION),
+    ("envelope_markup", _ENVELOPE),
     ("instruction_override_zh", _INJECTION_ZH),
     ("tool_call_markup", _TOOL_CALL),
     ("url_exfiltration", _EXFILTRATION),

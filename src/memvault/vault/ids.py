@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 import uuid
@@ -58,3 +59,15 @@ def canonical_uuid(value: str) -> str | None:
         return str(uuid.UUID(value))
     except (ValueError, AttributeError, TypeError):
         return None
+
+
+NOTE_ID_PATTERN = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+"""Note ids (UUIDv7, canonical 8-4-4-4-12 hex form), as a JSON Schema pattern."""
+
+_NOTE_ID_RE = re.compile(NOTE_ID_PATTERN[1:-1])
+
+
+def is_note_id(value: object) -> bool:
+    """Whether `value` has the note-id format: the one validator of the API's request models,
+    the MCP backends and the SDK (which refuses `.`, `..` or a path before it is sent)."""
+    return isinstance(value, str) and _NOTE_ID_RE.fullmatch(value) is not None

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import ColumnElement, CompoundSelect, Select, bindparam, false
 
 from memvault.errors import NotFound, PermissionDenied, ScopeViolation
-from memvault.scope import WILDCARD_READER, Scope
+from memvault.scope import WILDCARD_READER, Scope, may_write
 from memvault.vault.drafts import ACTIVE, agent_tag, topic_tag, user_tag
 from memvault.vault.ids import canonical_uuid
 from memvault.vault.index.base import Hit, PointFilter
@@ -178,7 +178,7 @@ class ScopedReads:
         """The row of a note the caller may write; PermissionDenied for a reader only."""
         row = self.readable_row(note_id, include_inactive=include_inactive)
         writers = parse_member_list(row.writers)
-        if self.scope.agent not in writers and WILDCARD_READER not in writers:
+        if not may_write(self.scope.agent, writers):
             raise PermissionDenied("not a writer of this memory")
         return row
 

@@ -18,8 +18,6 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, select
-
 from memvault.errors import InvalidRequest
 from memvault.keyring import Keyring
 from memvault.scope import Scope
@@ -36,8 +34,6 @@ from memvault.vault.drafts import (
 )
 from memvault.vault.embed.cache import CachedEmbedder
 from memvault.vault.fields import (
-    MAX_LIST_LIMIT,
-    MAX_OFFSET,
     MAX_QUERY_CHARS,
     MAX_SEARCH_LIMIT,
     check_occurred_at,
@@ -50,6 +46,7 @@ from memvault.vault.hooks import NoteHooks
 from memvault.vault.index.base import IndexPoint, VectorIndex
 from memvault.vault.note_update import NoteUpdater
 from memvault.vault.notes import Note, SearchHit, Visibility
+from memvault.vault.paging import NotePage, list_page
 from memvault.vault.relations import annotate_notes, drop_typed_relations
 from memvault.vault.retrieval_log import RetrievalLog
 from memvault.vault.scoped_reads import ScopedReads
@@ -61,7 +58,6 @@ from memvault.vault.store.records import NoteFields
 from memvault.vault.store.scoping import (
     ReadableBy,
     parse_member_list,
-    scoped_select,
 )
 from memvault.vault.text import SparseEncoder
 
@@ -367,24 +363,18 @@ class ScopedVault(ScopedReads):
             return annotate_notes(self, [self.live_note(note_id)])[0]
 
     def list_notes(self, *, limit: int = 50, offset: int = 0) -> tuple[list[Note], int]:
-        """Readable active notes, newest first, and their total count."""
-        if not (1 <= limit <= MAX_LIST_LIMIT) or not (0 <= offset <= MAX_OFFSET):
-            raise InvalidRequest(f"limit must be 1-{MAX_LIST_LIMIT} and offset 0-{MAX_OFFSET}")
-        live = self.live_clause()
-        with self._guarded(), self._parts.db.session(self.scope.tenant) as sess:
-            rows = list(
-                sess.execute(
-                    scoped_select(self.readable, *live)
-                    .order_by(NoteRow.created_at.desc(), NoteRow.id.desc())
-                    .limit(limit)
-                    .offset(offset)
-                ).scalars()
-            )
-            total = sess.execute(
-                select(func.count()).select_from(scoped_select(self.readable, *live).subquery())
-            ).scalar_one()
-            notes = [self._checked(self.vault.decrypt_row(r)) for r in rows]
-        return annotate_notes(self, notes), int(total)
+        """Readable active notes, newest first, and their total count (by offset: a page
+        moves when notes before it are deleted; `list_page` with a cursor does not)."""
+        page = self.list_page(limit=limit, offset=offset)
+        return page.notes, page.total
+
+    def list_page(self, *, limit: int = 50, offset: int = 0, cursor: str | None = None) -> NotePage:
+        """A page of readable active notes, newest first: after `cursor` (a `next_cursor`
+        of this view: keyset, stable under writes) or at `offset`; `InvalidRequest` for a
+        cursor that is not one of this view's."""
+        with self._guarded():
+            page = list_page(self, limit=limit, offset=offset, cursor=cursor)
+        return NotePage(annotate_notes(self, page.notes), page.total, page.next_cursor)
 
     def search(
         self,

@@ -310,18 +310,6 @@ class ConsoleSessionRow(Base):
     __table_args__ = (Index("ix_console_sessions_expires", "expires_at"),)
 
 
-TENANT_TABLES = (
-    "notes",
-    "links",
-    "api_keys",
-    "audit_events",
-    "refusals",
-    "corpus_stats",
-    "idempotency_keys",
-    "erasure_jobs",
-)
-"""Tables with row-level security on PostgreSQL."""
-
 OPERATOR_TABLES = ("tenants", "tenant_deletions", "deployment_identity", "console_sessions")
 """Tables without a per-tenant primary key: the tenant registry, the operator's deletions, the
 deployment's identity (the database's id and its bound keystore's) and the console's sessions
