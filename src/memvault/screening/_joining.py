@@ -51,9 +51,9 @@ _KEYWORD_RUN = re.compile(
 _KEYWORD_HINT = re.compile(r"[pskcwhşпPSKCWHŞП密口パ暗비암패]")
 # eight or more single characters set apart by one or two spaces or tabs: "g h p _ x …"
 _LETTER_RUN = re.compile(r"(?<!\S)\S(?:[ \t]{1,2}\S(?!\S)){7,}")
-# sixteen or more single characters set apart by one dot or dash throughout: "g.h.p._.x…"
+# eight or more single characters set apart by one dot or dash throughout: "g.h.p._.x…"
 _DOTTED_RUN = re.compile(
-    r"(?<![^\s\"'`(\[{<])[^\s.\-](?P<sep>[.\-])[^\s.\-](?:(?P=sep)[^\s.\-]){14,}(?![^\s.,;:!?\"'`)\]}>])"
+    r"(?<![^\s\"'`(\[{<])[^\s.\-](?P<sep>[.\-])[^\s.\-](?:(?P=sep)[^\s.\-]){6,}(?![^\s.,;:!?\"'`)\]}>])"
 )
 
 
