@@ -11,7 +11,9 @@ Reads `../shared/data` (override with MEMVAULT_SHARED_DATA) and prints:
   keyed `[TYPE:pseudonym]` placeholders, and that a second screening changes nothing;
 - field mode (`check_field`) on Presidio's entity values: names, places and dates kept, PII
   redacted;
-- the screen's time per write, p50/p95 (with a pseudonym function, as the vault calls it).
+- the screen's time per write, p50/p95 (with a pseudonym function, as the vault calls it);
+- recall on issue 33's disguised variants of the secret rows, and refusals on the look-alike
+  prose set (`bench.screening_disguises`).
 
 `--locale-catalogs` instead screens every translated message of the system's gettext catalogs
 (`/usr/share/locale/{fr,de,es,it,pt}`) and their English originals: European prose about
@@ -562,7 +564,13 @@ def main() -> None:
     data = shared_data_dir()
     if not data.is_dir():
         raise SystemExit(f"shared data not found at {data} (set MEMVAULT_SHARED_DATA)")
-    print(format_report(evaluate(data)))
+    screen = Screen()
+    print(format_report(evaluate(data, screen)))
+    from bench.screening_disguises import disguised_recall, format_disguises, lookalike_refusals
+
+    secret_rows = [str(r["text"]) for r in load_noseyparker(data) if is_credential_row(r)]
+    print("\n### Disguised variants (issue 33) and the look-alike set\n")
+    print(format_disguises(disguised_recall(screen, secret_rows), lookalike_refusals(screen)))
 
 
 if __name__ == "__main__":

@@ -25,6 +25,30 @@ def aws_key_id() -> str:
     return fake("AKIA", 16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
 
 
+def next_sentence_value() -> str:
+    return fake("Zq7!vR", 6) + "#x"
+
+
+PASSPHRASE = "correct horse battery staple"
+
+
+def row_secrets() -> list[str]:
+    """The secret values inside the rows (to search stored data for): never printed."""
+    token = ghp_token()
+    return [password_like(), token[4:], aws_key_id()[1:], next_sentence_value(), PASSPHRASE]
+
+
+def id_grammar_rows() -> list[tuple[str, str]]:
+    """Disguised tokens that fit the id grammar `[A-Za-z0-9][A-Za-z0-9._@-]*` (readers,
+    session ids): the table's letter-spaced token with dots or dashes for spaces."""
+    token = ghp_token()
+    return [
+        ("dotted_token", ".".join(token)),
+        ("dashed_token", "-".join(token)),
+        ("dotted_aws_key_id", ".".join(aws_key_id())),
+    ]
+
+
 def issue_rows() -> list[tuple[str, str]]:
     """(row name, note text) for every text row of the issue's table."""
     pw = password_like()
@@ -44,9 +68,9 @@ def issue_rows() -> list[tuple[str, str]]:
         ("hex_escaped_token", "the token is " + "".join(f"\\x{ord(c):02x}" for c in token)),
         (
             "secret_in_next_sentence",
-            "the wifi password is written on the whiteboard. It is " + fake("Zq7!vR", 6) + "#x",
+            "the wifi password is written on the whiteboard. It is " + next_sentence_value(),
         ),
-        ("passphrase", "my passphrase is correct horse battery staple"),
+        ("passphrase", f"my passphrase is {PASSPHRASE}"),
     ]
 
 

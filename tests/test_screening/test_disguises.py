@@ -10,6 +10,7 @@ from tests.test_screening.disguises import (
     LOOKALIKE_PROSE,
     dialogue_turn,
     disguise_row_for_topic,
+    id_grammar_rows,
     issue_rows,
 )
 
@@ -71,3 +72,18 @@ def test_no_pii_span_is_cut_out_of_a_longer_token(screen: Screen) -> None:
     result = screen.check("order reference X1234567 shipped on time")
     assert result.accepted
     assert "X1234567" in result.text
+
+
+@pytest.mark.parametrize("row", id_grammar_rows(), ids=[n for n, _ in id_grammar_rows()])
+def test_dotted_and_dashed_tokens_are_refused_in_an_id_field(
+    screen: Screen, row: tuple[str, str]
+) -> None:
+    assert screen.check_field(row[1], field="readers").refusal_code == "credential_refused"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["We flew U.S.A. to U.K. in 2019, e.g. by night.", "the kids spelled u-n-b-e-l-i-e-v-a-b-l-e"],
+)
+def test_dotted_prose_is_accepted(screen: Screen, text: str) -> None:
+    assert screen.check(text).accepted

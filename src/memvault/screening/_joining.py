@@ -51,6 +51,10 @@ _KEYWORD_RUN = re.compile(
 _KEYWORD_HINT = re.compile(r"[pskcwhşпPSKCWHŞП密口パ暗비암패]")
 # eight or more single characters set apart by one or two spaces or tabs: "g h p _ x …"
 _LETTER_RUN = re.compile(r"(?<!\S)\S(?:[ \t]{1,2}\S(?!\S)){7,}")
+# eight or more single characters set apart by one dot or dash throughout: "g.h.p._.x…"
+_DOTTED_RUN = re.compile(
+    r"(?<![^\s\"'`(\[{<])[^\s.\-](?P<sep>[.\-])[^\s.\-](?:(?P=sep)[^\s.\-]){6,}(?![^\s.,;:!?\"'`)\]}>])"
+)
 
 
 def join_split_keywords(text: str) -> tuple[str, list[int] | None]:
@@ -64,6 +68,10 @@ def join_split_keywords(text: str) -> tuple[str, list[int] | None]:
     if " " in text or "\t" in text:
         for m in _LETTER_RUN.finditer(text):
             drop.update(i for i in range(m.start(), m.end()) if text[i] in " \t")
+    if "." in text or "-" in text:
+        for m in _DOTTED_RUN.finditer(text):
+            sep = m.group("sep")
+            drop.update(i for i in range(m.start(), m.end()) if text[i] == sep)
     if not drop:
         return text, None
     positions = [i for i in range(len(text)) if i not in drop]

@@ -40,7 +40,8 @@ _NL_NOT_A_VALUE = words(
     memorable obvious guessable unguessable different same changing updated written printed
     taped stuck kept located somewhere either neither both all any every each one two three
     only always never usually probably definitely actually literally supposed going being
-    protected compromised leaked exposed working broken"""
+    protected compromised leaked exposed working broken ready available active inactive
+    locked unlocked shared personal temporary permanent mine yours his hers ours theirs"""
 )
 
 

@@ -127,7 +127,7 @@ _LATIN: tuple[tuple[str, re.Pattern[str]], ...] = (
         "id",
         _lang(
             r"kata\s+sandi(?:nya|ku)?|sandi(?:nya|ku)?|kata\s+kunci(?:nya)?",
-            r"(?:untuk|dari|wifi)\s*[^\s.,:;!?]{0,30}",
+            r"(?:untuk|dari|wifi)\s*[^\s.,:;!?]{0,30}|saya|aku|kamu|anda|mu",
             r"adalah|ialah|yaitu|yakni",
             _LATIN_V,
         ),

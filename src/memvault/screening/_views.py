@@ -54,6 +54,10 @@ _ESCAPE = re.compile(
     r"%(?P<pct>[0-9A-Fa-f]{2})|&#(?P<dec>\d{1,7});?|&#[xX](?P<hex>[0-9A-Fa-f]{1,6});?|"
     r"(?P<ent>&[A-Za-z][A-Za-z0-9]{1,31};)|(?P<qp>(?:=[0-9A-F]{2}|=\r?\n){2,})"
 )
+# a text with this many `=NN` bytes is quoted-printable throughout: a lone `=3D` is decoded too
+_QP_TEXT_BYTES = 8
+_QP_BYTES = re.compile(r"=[0-9A-F]{2}")
+_ESCAPE_QP_TEXT = re.compile(_ESCAPE.pattern.replace(r"|=\r?\n){2,})", r"|=\r?\n){1,})"))
 _ESCAPE_HINT = re.compile(r"\\[xuU]|%[0-9A-Fa-f]{2}|&#?\w|=[0-9A-F]{2}")
 _QP_BYTE = re.compile(r"=([0-9A-F]{2})|=\r?\n")
 
@@ -95,7 +99,8 @@ def decode_escapes(text: str) -> tuple[str, list[int], list[int]] | None:
     ends: list[int] = []
     cursor = 0
     changed = False
-    for m in _ESCAPE.finditer(text):
+    qp_text = len(_QP_BYTES.findall(text)) >= _QP_TEXT_BYTES
+    for m in (_ESCAPE_QP_TEXT if qp_text else _ESCAPE).finditer(text):
         pieces = _decode_one(m)
         if pieces is None:
             continue
