@@ -14,6 +14,31 @@ from tests.conftest import app_role_url, drop_schema, migrated_pg_schema, pg_url
 from tests.test_scale.pg import scratch_database
 
 
+@pytest.fixture(scope="session", autouse=True)
+def keystore_server_erasable() -> None:
+    """A PostgreSQL keystore needs `wal_recycle = off` (docs/keyring.md), and memvault refuses
+    one without it; the test server is configured so, as an operator would (ALTER SYSTEM)."""
+    import os
+    import time
+
+    import psycopg
+
+    url = os.environ.get("MEMVAULT_TEST_DATABASE_URL")
+    if not url:
+        return
+    with psycopg.connect(
+        url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True
+    ) as conn:
+        if conn.execute("SELECT current_setting('wal_recycle')").fetchone() != ("off",):
+            conn.execute("ALTER SYSTEM SET wal_recycle = off")
+            conn.execute("SELECT pg_reload_conf()")
+    for _ in range(50):  # the reload reaches new backends once the postmaster has read it
+        with psycopg.connect(plain) as conn:
+            if conn.execute("SELECT current_setting('wal_recycle')").fetchone() == ("off",):
+                return
+        time.sleep(0.1)
+
+
 @pytest.fixture
 def two_workers(tmp_path: Path, embedder: Embedder) -> Iterator[tuple[Services, Services]]:
     """Two workers' services (each with a local index) on one PostgreSQL database and keystore."""
