@@ -26,9 +26,8 @@ def keystore_server_erasable() -> None:
     url = os.environ.get("MEMVAULT_TEST_DATABASE_URL")
     if not url:
         return
-    with psycopg.connect(
-        url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True
-    ) as conn:
+    plain = url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(plain, autocommit=True) as conn:
         if conn.execute("SELECT current_setting('wal_recycle')").fetchone() != ("off",):
             conn.execute("ALTER SYSTEM SET wal_recycle = off")
             conn.execute("SELECT pg_reload_conf()")
