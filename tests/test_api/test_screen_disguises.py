@@ -196,14 +196,10 @@ def test_dialogue_gate_offline_stores_no_disguised_row(
 
 OFFLINE_SPLIT_ROWS = ("newline_inside_keyword", "secret_in_next_sentence")
 """Rows the offline extractor cuts into sentences before the screen sees them ("my pass" /
-"word is PW"; "…on the whiteboard." / "It is PW"): each fact alone holds no keyword."""
+"word is PW"; "…on the whiteboard." / "It is PW"): each fact alone holds no keyword, so the
+gate screens each turn whole first."""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the dialogue gate screens each extracted fact alone, and the offline extractor "
-    "splits the keyword from its value (a fix belongs in amem/dialogue.py: screen each turn)",
-)
 @pytest.mark.parametrize("row", OFFLINE_SPLIT_ROWS)
 def test_dialogue_gate_offline_split_rows(
     make_services: ServicesFactory, data_dir: Path, row: str

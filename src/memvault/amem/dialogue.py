@@ -4,6 +4,8 @@ The gate reads the user and assistant turns of a dialogue (tool and system turns
 then dropped: tool output is never stored, never shown to a judge), asks the judge for the facts
 worth remembering, and decides each fact against the caller's own notes:
 
+0. screen each turn whole, before the judge sees it: a turn holding a credential is dropped
+   (one REFUSED decision with the detector's name), PII is redacted;
 1. screen the fact (credentials refuse it: REFUSED with the detector's name; PII is redacted
    before anything else sees it, the judge and the search included);
 2. show the judge the caller's most similar notes (`ScopedVault.search`, so only notes the
@@ -56,6 +58,9 @@ MAX_CONTENT_CHARS = 32_000
 MAX_FACTS = 100
 """A dialogue yielding more facts is refused before anything is written (send it in parts)."""
 
+TURN_REFUSALS = ("credential_refused", "pii_refused")
+"""Screen refusals that drop a whole turn (`DialogueGate._screen_turns`)."""
+
 DOWNGRADE_REASONS = ("uncorroborated", "not_related")
 """Why an UPDATE or DELETE was stored as NEW instead (`DialogueDecision.reason`)."""
 
@@ -66,7 +71,8 @@ GateAction = Literal["NEW", "UPDATE", "DELETE", "NONE", "REFUSED"]
 class DialogueDecision:
     """What the gate did with one extracted fact.
 
-    `fact_index` is the fact's position among the extracted facts. `note_id` is the note
+    `fact_index` is the fact's position among the extracted facts; the turns the screen
+    refused whole come first, one REFUSED decision each. `note_id` is the note
     created, updated or deleted, or the duplicate for NONE (the target, and None for NEW, in a
     dry run). `reason` is a short code, never note text or a secret: the detector for REFUSED,
     `judge_rejected` / `judge_unavailable` when the fallback decided, `not_writable` /
@@ -130,13 +136,14 @@ class DialogueGate:
         facts, before anything is written.
         """
         readable = [(r, c) for r, c in validate_messages(messages) if r in READ_ROLES]
+        readable, refused = self._screen_turns(readable)
+        decisions = [DialogueDecision("REFUSED", i, None, d) for i, d in enumerate(refused)]
         if not readable:
-            return []
+            return decisions
         facts, extraction_reason = self._extract(readable)
         if len(facts) > MAX_FACTS:
             raise InvalidRequest(f"the dialogue holds more than {MAX_FACTS} facts")
-        decisions = []
-        for index, fact in enumerate(facts):
+        for index, fact in enumerate(facts, start=len(refused)):
             decision = self._process_fact(index, fact, dry_run)
             if decision.reason is None and extraction_reason is not None:
                 decision = DialogueDecision(
@@ -146,6 +153,26 @@ class DialogueGate:
         return decisions
 
     # -- extraction and decision ---------------------------------------------------------------
+
+    def _screen_turns(
+        self, readable: list[tuple[str, str]]
+    ) -> tuple[list[tuple[str, str]], list[str]]:
+        """Each turn screened whole, before the judge or the extractor sees it: a turn holding
+        a credential (or PII the policy refuses) is dropped, its detector kept for a REFUSED
+        decision; PII is redacted. A keyword and its value that the extractor would cut into
+        two facts ("my pass" / "word is …", "… on the whiteboard." / "It is …") are seen
+        together here. Refusals about a note's shape (`too_short`) do not apply to a turn."""
+        kept: list[tuple[str, str]] = []
+        refused: list[str] = []
+        for role, content in readable:
+            try:
+                kept.append((role, self._screen(content)))
+            except ScreenRefused as refusal:
+                if refusal.code in TURN_REFUSALS:
+                    refused.append(refusal.detector)
+                else:
+                    kept.append((role, content))
+        return kept, refused
 
     def _extract(self, readable: list[tuple[str, str]]) -> tuple[list[str], str | None]:
         try:
