@@ -67,4 +67,9 @@ def test_one_writable_by_rule() -> None:
 
 def test_tenant_tables_is_gone() -> None:
     assert not hasattr(models, "TENANT_TABLES")
-    assert models.OPERATOR_TABLES == ("tenants", "tenant_deletions", "deployment_identity")
+    assert models.OPERATOR_TABLES == (
+        "tenants",
+        "tenant_deletions",
+        "deployment_identity",
+        "console_sessions",
+    )

@@ -208,7 +208,7 @@ def test_a_scope_violation_is_audited_at_once(api: Api, monkeypatch: pytest.Monk
     def leak(*_args: object, **_kw: object) -> None:
         raise ScopeViolation("a store returned a row of another scope")
 
-    monkeypatch.setattr(ScopedVault, "list_notes", leak)
+    monkeypatch.setattr(ScopedVault, "list_page", leak)
     r = api.call("GET", "/v1/memories", agent)
     assert r.status_code == 500 and r.json()["error"]["code"] == "scope_violation"
     (event,) = [e for e in api.services.audit.events("acme") if e["action"].startswith("security")]
