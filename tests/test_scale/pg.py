@@ -13,7 +13,7 @@ from sqlalchemy.engine import make_url
 PG_DATA = Path("/var/lib/postgresql/15/main")
 
 
-def _autocommit(url: str):  # type: ignore[no-untyped-def]
+def autocommit_engine(url: str):  # type: ignore[no-untyped-def]
     return create_engine(url, isolation_level="AUTOCOMMIT")
 
 
@@ -21,7 +21,7 @@ def _autocommit(url: str):  # type: ignore[no-untyped-def]
 def scratch_database(admin_url: str, prefix: str = "mvks") -> Iterator[str]:
     """A fresh database (for a keystore or a restore), dropped afterwards; its URL."""
     name = f"{prefix}_{uuid.uuid4().hex[:12]}"
-    engine = _autocommit(admin_url)
+    engine = autocommit_engine(admin_url)
     with engine.connect() as conn:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
     try:
@@ -35,7 +35,7 @@ def scratch_database(admin_url: str, prefix: str = "mvks") -> Iterator[str]:
 def database_files(admin_url: str, url: str) -> list[Path]:
     """The heap/index files of `url`'s database and the cluster's WAL segments."""
     name = make_url(url).database
-    engine = _autocommit(admin_url)
+    engine = autocommit_engine(admin_url)
     with engine.connect() as conn:
         conn.execute(text("CHECKPOINT"))  # dirty pages reach the files
         oid = conn.execute(text("SELECT oid FROM pg_database WHERE datname = :n"), {"n": name})
