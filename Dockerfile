@@ -18,7 +18,7 @@ RUN python -m pip install --upgrade pip \
 # Every model loads with no network at all: a model fetched at run time would be a bug.
 RUN --network=none HF_HUB_OFFLINE=1 python -c "\
 from pathlib import Path; \
-from memvault.vault.embed import make_embedder; \
+from memvault.embed import make_embedder; \
 [make_embedder(n, data_dir=Path('/tmp/embed-check')).embed_query('offline check') \
  for n in ('use-m3', 'e5-small', 'minilm')]" \
  && rm -rf /tmp/embed-check

@@ -22,7 +22,7 @@ from qdrant_edge import (
     SearchParams,
 )
 
-from memvault.vault.index.base import DENSE, SPARSE
+from memvault.index.base import DENSE, SPARSE
 
 RESCORE = SearchParams(quantization=QuantizationSearchParams(rescore=True, oversampling=1.5))
 """Search parameters that rescore quantized candidates with the float vectors."""

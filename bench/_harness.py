@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from memvault.config import Settings
+from memvault.embed.base import Embedder
 from memvault.keyring import FileMasterKey
+from memvault.runtime.factory import Services, open_services
 from memvault.testing import NullKeyring
-from memvault.vault.embed.base import Embedder
-from memvault.vault.factory import Services, open_services
 
 
 def _words(text: str, sep: str) -> tuple[str, ...]:

@@ -45,9 +45,9 @@ from sqlalchemy import event
 from bench.hardening import sentence, summary
 from memvault.api.app import create_app
 from memvault.config import Settings
+from memvault.embed import make_embedder
+from memvault.runtime.factory import Services, open_services
 from memvault.scope import Scope
-from memvault.vault.embed import make_embedder
-from memvault.vault.factory import Services, open_services
 from memvault.vault.service import ScopedVault
 
 BEFORE_COMMIT = "315e63e"

@@ -346,7 +346,7 @@ def pair_cosines(name: str, sets: Sequence[PairSet], models_dir: Path) -> dict[s
     """{set name: cosines} for model `name` (documents on both sides), plus timing.
 
     Only the first `SAMPLE_SHARE[name]` of each set's pairs are embedded."""
-    from memvault.vault.embed import make_embedder
+    from memvault.embed import make_embedder
 
     share = SAMPLE_SHARE.get(name, 1.0)
     sets = [PairSet(s.lang, s.kind, s.pairs[: max(1, round(len(s.pairs) * share))]) for s in sets]

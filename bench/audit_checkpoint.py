@@ -15,11 +15,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from memvault.audit.checkpoints import Checkpointer
+from memvault.audit.log import AuditLog
 from memvault.keyring import Keyring
 from memvault.keyring._master import LocalMasterKey
-from memvault.vault.audit import AuditLog
-from memvault.vault.audit_checkpoints import Checkpointer
-from memvault.vault.store.database import Database
+from memvault.store.database import Database
 
 
 def main(events: int = 1000, rounds: int = 20) -> None:

@@ -42,10 +42,10 @@ from bench.locomo import (
     save_report,
     search,
 )
+from memvault.embed import make_embedder
 from memvault.scope import Scope
-from memvault.vault.embed import make_embedder
+from memvault.text import tokenize
 from memvault.vault.service import NoteDraft
-from memvault.vault.text import tokenize
 
 SCOPE = Scope("cmrc", "reader", "agent")
 DEFAULT_CHUNK_CHARS = 150

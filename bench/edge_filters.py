@@ -30,11 +30,11 @@ from qdrant_edge import FieldCondition, Filter, MatchAny, MatchValue, Query, Que
 
 from bench import peers
 from bench.add_parts import add_fill_options, fill_args, open_peer_store, peer_store_parser
+from memvault.index._edge_convert import edge_filter, edge_sparse
+from memvault.index._edge_layout import partition_folder_name
+from memvault.index.base import DENSE, SPARSE, PointFilter
 from memvault.scope import Scope
-from memvault.vault.index._edge_convert import edge_filter, edge_sparse
-from memvault.vault.index._edge_layout import partition_folder_name
-from memvault.vault.index.base import DENSE, SPARSE, PointFilter
-from memvault.vault.text.bm25 import SparseEncoder
+from memvault.text.bm25 import SparseEncoder
 
 PREFETCH = 50
 """A full-mode search's prefetch per list (`Fusion.prefetch`)."""

@@ -44,10 +44,10 @@ from qdrant_edge import (
 from bench import peers
 from bench._edge_optimize import RESCORE, optimized_config
 from bench.add_parts import open_peer_store
+from memvault.index._edge_convert import edge_filter
+from memvault.index._edge_shards import _payload_indexes
+from memvault.index.base import DENSE
 from memvault.scope import Scope
-from memvault.vault.index._edge_convert import edge_filter
-from memvault.vault.index._edge_shards import _payload_indexes
-from memvault.vault.index.base import DENSE
 
 PREFETCH = 50
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from bench import index_latency
-from memvault.vault.index import EdgeIndex, IndexPoint, PointFilter
+from memvault.index import EdgeIndex, IndexPoint, PointFilter
 
 DIM = index_latency.DIM
 BATCH = 500

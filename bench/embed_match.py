@@ -19,9 +19,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from bench._retrieval_data import load_cmrc, load_locomo
-from memvault.vault.embed.base import Embedder
-from memvault.vault.embed.use import UseEmbedder
-from memvault.vault.embed.use_onnx import UseOnnxEmbedder
+from memvault.embed.base import Embedder
+from memvault.embed.use import UseEmbedder
+from memvault.embed.use_onnx import UseOnnxEmbedder
 
 GATE = 0.999
 

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from memvault.vault.embed import Embedder, make_embedder
+from memvault.embed import Embedder, make_embedder
 
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
 BATCH_TEXTS = 512

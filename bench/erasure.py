@@ -27,10 +27,10 @@ from typing import Any
 from bench.hardening import sentence
 from memvault.compliance.wiring import install
 from memvault.config import Settings
+from memvault.embed import make_embedder
+from memvault.runtime.factory import Services, open_services
 from memvault.scope import Scope
 from memvault.vault.drafts import NoteDraft
-from memvault.vault.embed import make_embedder
-from memvault.vault.factory import Services, open_services
 
 QUERIES = ("violet garden plan", "winter ticket", "piano by the river", "orange lamp harbor")
 

@@ -44,10 +44,10 @@ from bench._harness import (
     percentile,
     timed_ms,
 )
+from memvault.embed import make_embedder
+from memvault.embed.base import Embedder
+from memvault.runtime.factory import Services
 from memvault.scope import Scope
-from memvault.vault.embed import make_embedder
-from memvault.vault.embed.base import Embedder
-from memvault.vault.factory import Services
 from memvault.vault.service import NoteDraft, ScopedVault
 
 OUT_DIR = Path(__file__).resolve().parent / "out"

@@ -24,9 +24,9 @@ from typing import Any
 
 from bench.hardening import sentence
 from memvault.config import Settings
+from memvault.embed import make_embedder
+from memvault.runtime.factory import Services, open_services
 from memvault.scope import Scope
-from memvault.vault.embed import make_embedder
-from memvault.vault.factory import Services, open_services
 
 
 def _round(services: Services, threads: int, adds: int, counter: Any) -> tuple[float, list[float]]:

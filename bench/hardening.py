@@ -26,9 +26,9 @@ from fastapi.testclient import TestClient
 
 from memvault.api.app import create_app
 from memvault.config import Settings
+from memvault.embed import make_embedder
+from memvault.runtime.factory import Services, open_services
 from memvault.scope import Scope
-from memvault.vault.embed import make_embedder
-from memvault.vault.factory import Services, open_services
 
 OPERATOR_KEY = "mvop_bench-hardening-0123456789"
 WORDS = ("river", "lamp", "garden", "piano", "winter", "orange", "ticket", "violet", "harbor")

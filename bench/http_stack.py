@@ -55,7 +55,7 @@ def build_app(root: Path) -> tuple[Any, Any, str]:
     """(app, services, an agent key) over fresh services in `root`."""
     import memvault.api.app as app_module
     from memvault.config import Settings
-    from memvault.vault.factory import open_services
+    from memvault.runtime.factory import open_services
 
     services = open_services(Settings(data_dir=root, amem=False))
     app = app_module.create_app(services, operator_key=OPERATOR_KEY)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from memvault.vault.index import EdgeIndex, IndexPoint, PointFilter, SparseVector
+from memvault.index import EdgeIndex, IndexPoint, PointFilter, SparseVector
 
 DIM = 512
 BATCH = 100

@@ -44,11 +44,11 @@ from bench._retrieval_data import (
     reciprocal_rank,
 )
 from memvault.config import Settings
+from memvault.embed import make_embedder
+from memvault.embed.base import Embedder, Vectors
+from memvault.index.base import RRF_K
+from memvault.runtime.factory import Services, open_services
 from memvault.scope import Scope
-from memvault.vault.embed import make_embedder
-from memvault.vault.embed.base import Embedder, Vectors
-from memvault.vault.factory import Services, open_services
-from memvault.vault.index.base import RRF_K
 from memvault.vault.notes import SearchHit
 from memvault.vault.service import NoteDraft, ScopedVault
 

@@ -41,9 +41,9 @@ from bench.locomo import (
     open_bench_services,
     turn_drafts,
 )
+from memvault.embed import make_embedder
 from memvault.scope import Scope
-from memvault.vault.embed import make_embedder
-from memvault.vault.store.models import LinkRow
+from memvault.store.models import LinkRow
 
 BATCH = 100
 SINGLE_ADDS = 200

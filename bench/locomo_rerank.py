@@ -33,15 +33,15 @@ from typing import Any
 from bench._retrieval_data import CATEGORIES, Conversation, load_locomo, percentile, recall_at
 from bench.locomo import AGENT, OUT_DIR, TENANT, MemoEmbedder, add_in_batches, open_bench_services
 from bench.locomo_tune import drafts_of
+from memvault.embed import make_embedder
+from memvault.runtime.factory import Services
 from memvault.scope import Scope
+from memvault.text import SparseEncoder
+from memvault.text.dates import parse_time_ranges
 from memvault.vault import rerank as rr
-from memvault.vault.embed import make_embedder
-from memvault.vault.factory import Services
 from memvault.vault.ranking import Scored, fuse_scores, rerank
 from memvault.vault.retrieve import fusion_for
 from memvault.vault.service import ScopedVault
-from memvault.vault.text import SparseEncoder
-from memvault.vault.text.dates import parse_time_ranges
 
 TRAIN = range(0, 5)
 LIMIT = 10

@@ -25,13 +25,13 @@ from typing import Any
 
 from bench._retrieval_data import CATEGORIES, Conversation, load_locomo, recall_at
 from bench.locomo import AGENT, OUT_DIR, TENANT, MemoEmbedder, add_in_batches, open_bench_services
+from memvault.embed import make_embedder
+from memvault.index.base import Hit
 from memvault.scope import Scope
-from memvault.vault.embed import make_embedder
-from memvault.vault.index.base import Hit
+from memvault.text import SparseEncoder
+from memvault.text.dates import parse_time_ranges
 from memvault.vault.ranking import Fusion, fuse_scores, rerank
 from memvault.vault.service import NoteDraft
-from memvault.vault.text import SparseEncoder
-from memvault.vault.text.dates import parse_time_ranges
 
 PREFETCH = 50
 TRAIN = range(0, 5)

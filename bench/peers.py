@@ -37,6 +37,8 @@ from typing import TYPE_CHECKING, Any
 
 from bench._harness import open_vault
 from bench._rss import smaps_mib
+from memvault.embed._vectors import as_unit_rows
+from memvault.embed.base import Vectors
 from memvault.errors import ScreenRefused
 from memvault.scope import Scope
 
@@ -44,11 +46,9 @@ from memvault.scope import Scope
 # code as it was when the run started.
 from memvault.vault import retrieve as _retrieve  # noqa: F401
 from memvault.vault import writes as _writes  # noqa: F401
-from memvault.vault.embed._vectors import as_unit_rows
-from memvault.vault.embed.base import Vectors
 
 if TYPE_CHECKING:
-    from memvault.vault.factory import Services
+    from memvault.runtime.factory import Services
 
 PEERS_DIR = Path(
     os.environ.get("MEMVAULT_PEERS_DIR", Path(__file__).resolve().parents[2] / "shared" / "peers")

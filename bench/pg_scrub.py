@@ -34,11 +34,11 @@ from sqlalchemy.engine import make_url
 from bench.hardening import sentence
 from memvault.compliance.wiring import install
 from memvault.config import Settings
+from memvault.embed import make_embedder
+from memvault.runtime.factory import Services, open_services
 from memvault.scope import Scope
+from memvault.store.database import upgrade_database
 from memvault.vault.drafts import NoteDraft
-from memvault.vault.embed import make_embedder
-from memvault.vault.factory import Services, open_services
-from memvault.vault.store.database import upgrade_database
 
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 

@@ -38,9 +38,9 @@ from unittest import mock
 from bench import peers
 from bench._harness import open_vault
 from bench.add_parts import peer_store_parser
+from memvault.embed import CachedEmbedder, PendingQuery
+from memvault.embed.process import ProcessEmbedder
 from memvault.scope import Scope
-from memvault.vault.embed import CachedEmbedder, PendingQuery
-from memvault.vault.embed.process import ProcessEmbedder
 
 ARMS = ("now", "no rows ahead", "awaited first")
 _BEGIN_QUERY = CachedEmbedder.begin_query

@@ -172,7 +172,7 @@ def measure(a: argparse.Namespace, services: Any, where: str) -> list[list[str]]
 def rescoring(on: bool) -> Iterator[None]:
     """While open (and `on`), the index's engine queries rescore quantized candidates with the
     float vectors (`_edge_optimize.RESCORE`), as a quantized store would have to."""
-    import memvault.vault.index._edge_search as edge_search
+    import memvault.index._edge_search as edge_search
 
     if not on:
         yield

@@ -26,10 +26,12 @@ from pathlib import Path
 from sqlalchemy import update
 
 from bench._harness import Latency, TextMaker, open_vault, peak_rss_mib
+from memvault.embed import make_embedder
+from memvault.index.base import PointFilter
+from memvault.runtime.factory import Services
 from memvault.scope import Scope
-from memvault.vault.embed import make_embedder
-from memvault.vault.factory import Services
-from memvault.vault.index.base import PointFilter
+from memvault.store.models import NoteRow
+from memvault.text import SparseEncoder, heat_boost
 from memvault.vault.links import neighbours
 from memvault.vault.notes import SearchHit
 from memvault.vault.retrieve import (
@@ -40,8 +42,6 @@ from memvault.vault.retrieve import (
     graph_gate,
 )
 from memvault.vault.service import NoteDraft, ScopedVault
-from memvault.vault.store.models import NoteRow
-from memvault.vault.text import SparseEncoder, heat_boost
 
 TENANT = "bench"
 AGENT = "a1"

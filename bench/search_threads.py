@@ -40,8 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     if not (1 <= a.threads <= 64 and 1 <= a.seconds <= 600):
         raise SystemExit("--threads must be 1-64 and --seconds 1-600")
     from memvault.config import Settings
-    from memvault.vault.embed import UseEmbedder
-    from memvault.vault.embed.blas import cap_blas_threads
+    from memvault.embed import UseEmbedder
+    from memvault.embed.blas import cap_blas_threads
 
     threads = Settings().embed_threads  # as `memvault serve`: its thread count, a process cap
     blas_cap = cap_blas_threads(threads)

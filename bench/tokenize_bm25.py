@@ -23,8 +23,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from memvault.vault.text import bm25_weights, tokenize
-from memvault.vault.text.tokenizer import CjkMode
+from memvault.text import bm25_weights, tokenize
+from memvault.text.tokenizer import CjkMode
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 DATA = SHARED / "cmrc2018" / "cmrc2018_dev.json"

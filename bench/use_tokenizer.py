@@ -14,8 +14,8 @@ import time
 from typing import Any
 
 from bench.peers import workload_queries
-from memvault.vault.embed import UseEmbedder
-from memvault.vault.embed.use_tokenizer import FastUseTokenizer, set_tokenizer
+from memvault.embed import UseEmbedder
+from memvault.embed.use_tokenizer import FastUseTokenizer, set_tokenizer
 
 
 def texts(count: int) -> list[str]:

@@ -8,7 +8,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from memvault.api.app import create_app
-from memvault.vault.factory import Services
+from memvault.runtime.factory import Services
 
 OPERATOR_KEY = "mvop_test-operator-key-0123456789"
 

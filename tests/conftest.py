@@ -16,9 +16,9 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from memvault.config import Settings
-from memvault.vault.embed.base import Embedder
-from memvault.vault.factory import Services, open_services
-from memvault.vault.store.database import APP_ROLE, upgrade_database
+from memvault.embed.base import Embedder
+from memvault.runtime.factory import Services, open_services
+from memvault.store.database import APP_ROLE, upgrade_database
 
 PG_ENV = "MEMVAULT_TEST_DATABASE_URL"
 SHARED_DATA = Path(
@@ -36,7 +36,7 @@ def pg_url_or_skip() -> str:
 @pytest.fixture(scope="session")
 def embedder() -> Embedder:
     """The real default embedder (USE multilingual v3), loaded once per test session."""
-    from memvault.vault.embed import make_embedder
+    from memvault.embed import make_embedder
 
     model = make_embedder("use-m3", data_dir=Path("/nonexistent-unused"))
     model.embed_query("warm up")

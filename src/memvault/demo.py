@@ -27,7 +27,7 @@ def run_demo(data_dir: Path | None, echo: Echo) -> None:
     or the master key settings say, so the demo never writes into a configured deployment. Each
     run creates fresh tenants, so it runs again on the same `data_dir`.
     """
-    from memvault.vault.datadir import DataDirLock
+    from memvault.store.datadir import DataDirLock
 
     with tempfile.TemporaryDirectory(prefix="memvault-demo-") as tmp:
         root = data_dir or Path(tmp)
@@ -48,7 +48,7 @@ def run_demo(data_dir: Path | None, echo: Echo) -> None:
             from fastapi.testclient import TestClient
 
             from memvault.api.app import create_app
-            from memvault.vault.factory import open_services
+            from memvault.runtime.factory import open_services
 
             echo("loading the embedding model ...")
             services = open_services(settings, data_dir_lock=lock)

@@ -12,7 +12,7 @@ from sqlalchemy import update
 
 from memvault.amem.wiring import installed
 from memvault.scope import Scope
-from memvault.vault.store.models import NoteRow
+from memvault.store.models import NoteRow
 from tests.apiclient import Api
 from tests.conftest import ServicesFactory
 

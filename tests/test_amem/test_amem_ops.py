@@ -17,9 +17,9 @@ import anthropic
 from memvault.amem.schedule import ConsolidationScheduler, due
 from memvault.amem.wiring import install
 from memvault.config import Settings
+from memvault.runtime.factory import open_services
 from memvault.scope import Scope
 from memvault.testing.fake_messages import FakeMessagesServer
-from memvault.vault.factory import open_services
 from tests.conftest import ServicesFactory
 from tests.serving import clean_env
 

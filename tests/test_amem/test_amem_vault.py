@@ -13,10 +13,10 @@ import pytest
 
 from memvault.amem.service import Amem
 from memvault.amem.wiring import install
+from memvault.runtime.factory import Services
 from memvault.scope import Scope
+from memvault.store.models import AmemJobRow, LinkRow
 from memvault.testing.fake_messages import FakeMessagesServer, FakeReply
-from memvault.vault.factory import Services
-from memvault.vault.store.models import AmemJobRow, LinkRow
 from tests.conftest import ServicesFactory
 
 A = Scope("t1", "u1", "a1")

@@ -18,7 +18,7 @@ from memvault.amem.consolidate import (
 )
 from memvault.amem.thresholds import thresholds_for
 from memvault.amem.views import NoteView
-from memvault.vault.embed.base import Embedder
+from memvault.embed.base import Embedder
 
 
 def _unit(degrees: float, dim: int = 3) -> list[float]:
@@ -189,7 +189,7 @@ UNRELATED = ["The project deadline is Friday", "The team's database migration ru
 
 @pytest.fixture(scope="module")
 def use_embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
-    from memvault.vault.embed import make_embedder
+    from memvault.embed import make_embedder
 
     model = make_embedder("use-m3", data_dir=Path(tmp_path_factory.mktemp("embed")))
     model.embed_documents(["warm up"])

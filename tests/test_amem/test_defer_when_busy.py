@@ -14,8 +14,8 @@ import pytest
 from memvault.amem.service import Amem
 from memvault.amem.wiring import install
 from memvault.observability import REGISTRY
+from memvault.runtime.factory import Services
 from memvault.scope import Scope
-from memvault.vault.factory import Services
 from memvault.vault.notes import Note
 from tests.conftest import ServicesFactory
 

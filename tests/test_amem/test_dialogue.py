@@ -14,8 +14,8 @@ from memvault.amem.heuristic import HeuristicJudge
 from memvault.amem.judge import FactDecision, JudgeRejected, JudgeUnavailable
 from memvault.amem.views import Candidate
 from memvault.errors import InvalidRequest
+from memvault.runtime.factory import Services
 from memvault.scope import Scope
-from memvault.vault.factory import Services
 from memvault.vault.service import ScopedVault
 from tests.conftest import ServicesFactory
 

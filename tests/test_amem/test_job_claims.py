@@ -11,9 +11,9 @@ from sqlalchemy import select
 
 from memvault.amem.service import Amem
 from memvault.amem.wiring import install
+from memvault.runtime.factory import Services
 from memvault.scope import Scope
-from memvault.vault.factory import Services
-from memvault.vault.store.models import AmemJobRow
+from memvault.store.models import AmemJobRow
 from tests.conftest import ServicesFactory
 
 A = Scope("t1", "u1", "a1")

@@ -22,8 +22,8 @@ from sqlalchemy import update
 
 from memvault.amem.wiring import install, installed
 from memvault.scope import Scope
+from memvault.store.models import NoteRow
 from memvault.testing.fake_messages import FakeMessagesServer
-from memvault.vault.store.models import NoteRow
 from tests.apiclient import Api
 from tests.conftest import ServicesFactory
 

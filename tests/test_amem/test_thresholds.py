@@ -7,9 +7,9 @@ import pytest
 from bench.amem_calibrate import fraction_at_or_above, match_threshold
 
 from memvault.amem.thresholds import OPENCLAW, THRESHOLDS_BY_MODEL, thresholds_for
-from memvault.vault.embed.e5 import E5Embedder
-from memvault.vault.embed.minilm import FastembedEmbedder
-from memvault.vault.embed.use import UseEmbedder
+from memvault.embed.e5 import E5Embedder
+from memvault.embed.minilm import FastembedEmbedder
+from memvault.embed.use import UseEmbedder
 
 CALIBRATED = sorted(THRESHOLDS_BY_MODEL)
 

@@ -8,7 +8,7 @@ import json
 import re
 from pathlib import Path
 
-from memvault.vault.store import models
+from memvault.store import models
 from tests.apiclient import Api
 from tests.conftest import ServicesFactory
 

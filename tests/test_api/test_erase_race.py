@@ -19,9 +19,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
 from memvault.api.app import create_app
+from memvault.index.base import PointFilter
+from memvault.store.models import NoteRow
 from memvault.vault.drafts import user_tag
-from memvault.vault.index.base import PointFilter
-from memvault.vault.store.models import NoteRow
 from tests.apiclient import OPERATOR_KEY, Api
 from tests.conftest import ServicesFactory
 

@@ -28,8 +28,8 @@ from memvault.api.idempotency import (
     request_digest,
 )
 from memvault.errors import IndexError_
+from memvault.store.models import IdempotencyRow
 from memvault.vault.service import ScopedVault
-from memvault.vault.store.models import IdempotencyRow
 from tests.apiclient import OPERATOR_KEY, Api
 from tests.conftest import ServicesFactory
 

@@ -59,7 +59,7 @@ def test_purge_removes_vector_and_row(api: Api) -> None:
     key = api.agent_key("t1", "u1", "a1")
     note = api.add(key, "The user parks on level three of the garage")
     assert api.call("DELETE", f"/v1/memories/{note['id']}?purge=true", key).status_code == 204
-    from memvault.vault.index.base import PointFilter
+    from memvault.index.base import PointFilter
 
     assert (
         api.services.index.count(

@@ -11,7 +11,7 @@ from fastapi.routing import iter_route_contexts
 
 from memvault.api.app import create_app
 from memvault.api.boundary import MethodTable, literal_prefix
-from memvault.vault.factory import Services
+from memvault.runtime.factory import Services
 
 NOTE_ID = "0190b3c4-1234-7abc-8def-0123456789ab"
 

@@ -14,7 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from memvault.api.app import create_app
-from memvault.vault.factory import Services
+from memvault.runtime.factory import Services
 from memvault.vault.service import ScopedVault
 from tests.apiclient import OPERATOR_KEY, Api
 

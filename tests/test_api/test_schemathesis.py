@@ -33,7 +33,7 @@ from schemathesis.generation.hypothesis.builder import (
 )
 
 from memvault.config import Settings
-from memvault.vault.factory import Services, open_services
+from memvault.runtime.factory import Services, open_services
 from tests.apiclient import OPERATOR_KEY, Api
 
 MAX_EXAMPLES = 10

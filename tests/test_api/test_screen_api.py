@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memvault.vault.index.base import PointFilter
+from memvault.index.base import PointFilter
 from tests.apiclient import Api
 from tests.conftest import ServicesFactory
 from tests.test_screening.conftest import fake

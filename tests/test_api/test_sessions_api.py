@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import update
 
-from memvault.vault.store.models import NoteRow
+from memvault.store.models import NoteRow
 from tests.apiclient import OPERATOR_KEY, Api
 from tests.conftest import ServicesFactory
 

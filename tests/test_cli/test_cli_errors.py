@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from memvault.cli import app
-from memvault.vault.datadir import DataDirLock
+from memvault.store.datadir import DataDirLock
 
 
 def _one_line_error(result: Result) -> str:

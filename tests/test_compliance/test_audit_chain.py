@@ -17,14 +17,14 @@ import pytest
 from alembic import command
 from sqlalchemy import create_engine, text
 
+from memvault.audit.log import AuditLog
 from memvault.canonical import GENESIS
 from memvault.compliance.canonical import canonical_json
 from memvault.errors import InvalidRequest
 from memvault.keyring import Keyring
 from memvault.keyring._master import LocalMasterKey
-from memvault.vault.audit import AuditLog
-from memvault.vault.store.database import Database, _alembic_config
-from memvault.vault.store.models import ApiKeyRow
+from memvault.store.database import Database, _alembic_config
+from memvault.store.models import ApiKeyRow
 from tests.conftest import app_role_url, drop_schema, migrated_pg_schema, pg_url_or_skip
 
 THREADS, PER_THREAD = 8, 100

@@ -23,7 +23,7 @@ from sqlalchemy import Engine, create_engine, text
 from typer.testing import CliRunner
 
 from memvault.cli import app
-from memvault.vault.factory import Services
+from memvault.runtime.factory import Services
 from tests.apiclient import OPERATOR_KEY, Api
 from tests.conftest import ServicesFactory, pg_url_or_skip
 
@@ -218,7 +218,7 @@ def test_a_log_rechained_inside_the_database_fails_against_an_earlier_checkpoint
     assert result.exit_code == 1, result.output
     assert "does not match the checkpoint" in result.output
     # The server will not vouch for the edited chain either.
-    from memvault.vault.audit_checkpoints import AuditChainBroken
+    from memvault.audit.checkpoints import AuditChainBroken
 
     with pytest.raises(AuditChainBroken):
         services.checkpointer.checkpoint("acme")
@@ -276,7 +276,7 @@ def _wait_for(predicate: Any, seconds: float = 10.0) -> bool:
 def test_checkpoints_are_made_every_n_events_and_after_a_while(
     make_services: ServicesFactory,
 ) -> None:
-    from memvault.vault.audit_checkpoints import Checkpointer
+    from memvault.audit.checkpoints import Checkpointer
 
     services = make_services("sqlite")
     store = services.keyring.audit_checkpoints()

@@ -21,10 +21,10 @@ from memvault.cli import app
 from memvault.compliance.backup import BackupRefused, backup, restore
 from memvault.config import Settings
 from memvault.errors import AuthenticationError
+from memvault.index.base import PointFilter
+from memvault.runtime.factory import Services
 from memvault.scope import Scope
 from memvault.vault.drafts import namespace_for
-from memvault.vault.factory import Services
-from memvault.vault.index.base import PointFilter
 from tests.conftest import ServicesFactory
 
 # Marker words appear only in U's notes; each is searched for in every file afterwards.

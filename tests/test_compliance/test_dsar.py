@@ -11,8 +11,8 @@ import pytest
 
 from memvault.compliance.dsar import DsarExport
 from memvault.errors import ScopeViolation
+from memvault.store.models import NoteRow
 from memvault.vault.guard import ScopeErasing
-from memvault.vault.store.models import NoteRow
 from tests.apiclient import Api
 from tests.conftest import ServicesFactory
 

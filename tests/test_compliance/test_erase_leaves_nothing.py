@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 from memvault.compliance.wiring import install
+from memvault.runtime.factory import Services
 from memvault.scope import Scope
-from memvault.vault.factory import Services
 from tests.conftest import ServicesFactory
 from tests.disk_scan import files_holding
 

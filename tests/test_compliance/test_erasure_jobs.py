@@ -13,18 +13,18 @@ from typing import Any
 import pytest
 from sqlalchemy import Column, Integer, MetaData, String, Table
 
+import memvault.index as index_package
 from memvault.compliance import inventory
 from memvault.compliance.erasure import STEPS
 from memvault.compliance.signatures import verify_document
 from memvault.compliance.wiring import install
 from memvault.errors import Conflict
+from memvault.index.base import VectorIndex
 from memvault.keyring import _keystore, _signing
+from memvault.runtime.factory import Services
 from memvault.scope import Scope
-from memvault.vault import index as index_package
-from memvault.vault.factory import Services
-from memvault.vault.index.base import VectorIndex
-from memvault.vault.store.models import Base
-from memvault.vault.store.scoping import OwnedBy
+from memvault.store.models import Base
+from memvault.store.scoping import OwnedBy
 from tests.apiclient import OPERATOR_KEY, Api
 from tests.conftest import ServicesFactory
 from tests.faults import Crash, crash_at

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from memvault.compliance.index_upgrade import needs_upgrade, upgrade_index_payloads
 from memvault.scope import Scope
-from memvault.vault.store.scoping import OwnedBy, scoped_select
+from memvault.store.scoping import OwnedBy, scoped_select
 from tests.conftest import ServicesFactory
 
 USER = "usrqzlegacy"

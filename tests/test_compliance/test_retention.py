@@ -13,12 +13,12 @@ from sqlalchemy import func, select, update
 
 from memvault.compliance.retention import RetentionSweeper, retention_sweeper
 from memvault.errors import NotFound
+from memvault.runtime.factory import Services
 from memvault.scope import Scope
+from memvault.store.models import CorpusStatsRow, LinkRow, NoteRow
 from memvault.vault.drafts import namespace_for
-from memvault.vault.factory import Services
 from memvault.vault.retrieve import SEARCH_MODES
 from memvault.vault.service import ScopedVault
-from memvault.vault.store.models import CorpusStatsRow, LinkRow, NoteRow
 from tests.apiclient import Api
 from tests.conftest import ServicesFactory
 

@@ -19,9 +19,9 @@ from memvault.compliance import rotation
 from memvault.config import Settings
 from memvault.errors import KeyNotFound
 from memvault.keyring import EnvMasterKey, FileMasterKey, Keyring
+from memvault.runtime.factory import Services, open_services
 from memvault.scope import Scope
-from memvault.vault.factory import Services, open_services
-from memvault.vault.store.models import NoteRow
+from memvault.store.models import NoteRow
 from tests.apiclient import OPERATOR_KEY, Api
 from tests.conftest import ServicesFactory
 from tests.faults import Crash, crash_at

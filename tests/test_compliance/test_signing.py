@@ -58,9 +58,9 @@ def test_rfc3339_is_utc_with_z_and_milliseconds() -> None:
 
 
 def test_the_vault_the_keyring_and_compliance_share_one_canonical_rule() -> None:
+    from memvault.audit import log as audit
     from memvault.compliance import canonical as compliance_canonical
     from memvault.compliance import verify
-    from memvault.vault import audit
 
     assert compliance_canonical.canonical_json is shared_canonical.canonical_json
     assert compliance_canonical.rfc3339 is shared_canonical.rfc3339

@@ -10,7 +10,7 @@ from sqlalchemy import update
 
 from memvault.compliance.verify import verify_audit_export, verify_receipt
 from memvault.console.session import COOKIE
-from memvault.vault.store.models import AuditEventRow
+from memvault.store.models import AuditEventRow
 from tests.apiclient import OPERATOR_KEY, Api
 from tests.conftest import ServicesFactory
 from tests.test_console.conftest import ConsoleClient

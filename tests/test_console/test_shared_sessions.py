@@ -9,7 +9,7 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from memvault.console.session import COOKIE
-from memvault.vault.store.models import ConsoleSessionRow
+from memvault.store.models import ConsoleSessionRow
 from tests.apiclient import Api
 from tests.conftest import ServicesFactory
 from tests.test_console.conftest import ConsoleClient

@@ -21,11 +21,11 @@ import pytest
 from sqlalchemy import select
 
 from memvault.config import Settings
+from memvault.embed.base import Embedder
+from memvault.index.base import PointFilter
+from memvault.runtime.factory import open_services
 from memvault.scope import Scope
-from memvault.vault.embed.base import Embedder
-from memvault.vault.factory import open_services
-from memvault.vault.index.base import PointFilter
-from memvault.vault.store.models import NoteRow
+from memvault.store.models import NoteRow
 from tests.serving import clean_env
 
 THREADS = 6
@@ -37,7 +37,7 @@ import sys, threading
 from pathlib import Path
 from memvault.config import Settings
 from memvault.scope import Scope
-from memvault.vault.factory import open_services
+from memvault.runtime.factory import open_services
 sys.path.insert(0, sys.argv[3])
 from tests.test_crash.test_group_commit_kill9 import scope_of, text_of
 

@@ -187,9 +187,9 @@ def _assert_nothing_pending(db: Path) -> None:
 
 def _assert_no_orphan_vectors(data: Path) -> None:
     from memvault.config import Settings
-    from memvault.vault.factory import open_services
-    from memvault.vault.index.base import PointFilter
-    from memvault.vault.store.models import NoteRow
+    from memvault.index.base import PointFilter
+    from memvault.runtime.factory import open_services
+    from memvault.store.models import NoteRow
 
     services: Any = open_services(Settings(data_dir=data), screen=None)
     try:

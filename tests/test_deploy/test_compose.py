@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from memvault.config import Settings
-from memvault.vault.datadir import needs_lock
+from memvault.store.datadir import needs_lock
 from tests.test_deploy.files import (
     ROOT,
     compose,

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from memvault.vault.embed import (
+from memvault.embed import (
     E5Embedder,
     FastembedEmbedder,
     UseEmbedder,
     prepare_minilm_dir,
 )
-from memvault.vault.embed.process import ProcessEmbedder
+from memvault.embed.process import ProcessEmbedder
 
 
 def poll_until(check: Callable[[], bool], seconds: float, step: float = 0.05) -> bool:

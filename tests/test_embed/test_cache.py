@@ -9,8 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from memvault.scope import Scope
-from memvault.vault.embed import (
+from memvault.embed import (
     CachedEmbedder,
     E5Embedder,
     EmbeddingCache,
@@ -18,6 +17,7 @@ from memvault.vault.embed import (
     Vectors,
     cache_key,
 )
+from memvault.scope import Scope
 
 ALICE = Scope("acme", "alice", "planner")
 ALICE_OTHER_AGENT = Scope("acme", "alice", "writer")
@@ -247,8 +247,8 @@ def test_embedding_cache_max_entries_zero_raises() -> None:
 def test_count_scope_counts_then_zero_after_evict() -> None:
     import numpy as np
 
+    from memvault.embed.cache import EmbeddingCache, cache_key
     from memvault.scope import Scope
-    from memvault.vault.embed.cache import EmbeddingCache, cache_key
 
     cache = EmbeddingCache()
     a, b = Scope("t", "u1", "a"), Scope("t", "u2", "a")

@@ -9,8 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memvault.errors import InvalidRequest
-from memvault.vault.embed import (
+from memvault.embed import (
     E5Embedder,
     Embedder,
     FastembedEmbedder,
@@ -18,6 +17,7 @@ from memvault.vault.embed import (
     make_embedder,
     prepare_minilm_dir,
 )
+from memvault.errors import InvalidRequest
 
 BACKENDS = ["use_embedder", "e5_embedder", "minilm_embedder"]
 EXPECTED = {

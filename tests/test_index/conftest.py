@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from qdrant_client import QdrantClient
 
-from memvault.vault.index import EdgeIndex, QdrantIndex, VectorIndex
+from memvault.index import EdgeIndex, QdrantIndex, VectorIndex
 from tests.test_index.shapes import DIM
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from memvault.vault.index import IndexPoint, SparseVector
+from memvault.index import IndexPoint, SparseVector
 
 WIDE = 24
 """The dimension of the erasure tests' vectors: wide enough that no byte run repeats by chance."""

@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memvault.vault.index import IndexPoint, SparseVector
+from memvault.index import IndexPoint, SparseVector
 
 DIM = 8
 

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from memvault.errors import InvalidRequest
-from memvault.vault.index import IndexPoint, PointFilter, VectorIndex
+from memvault.index import IndexPoint, PointFilter, VectorIndex
 from tests.test_index.shapes import DIM, axis, mix, new_id, point, sparse
 
 NS = "tenant1"

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from memvault.errors import IndexError_, InvalidRequest
-from memvault.vault.index import EdgeIndex, PointFilter
-from memvault.vault.index.edge import shard_folder_name
+from memvault.index import EdgeIndex, PointFilter
+from memvault.index.edge import shard_folder_name
 from tests.test_index.shapes import DIM, axis, mix, point, sparse
 
 ALL = PointFilter()
@@ -228,7 +228,7 @@ def test_edge_unflushed_writes_survive_process_kill(tmp_path: Path) -> None:
         f"""
         import os, uuid
         from pathlib import Path
-        from memvault.vault.index import EdgeIndex, IndexPoint
+        from memvault.index import EdgeIndex, IndexPoint
         index = EdgeIndex(Path({str(tmp_path)!r}), {DIM})
         points = [
             IndexPoint(id=str(uuid.uuid4()), dense=[1.0] + [0.0] * {DIM - 1},

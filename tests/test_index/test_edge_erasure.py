@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from memvault.errors import InvalidRequest
-from memvault.vault.index import EdgeIndex, PointFilter, SparseVector
+from memvault.index import EdgeIndex, PointFilter, SparseVector
 from tests.test_index.erasure import WIDE, Planted, files_holding, needles_of, planted
 
 NS = "acme"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from qdrant_client import QdrantClient
 
-from memvault.vault.index import EdgeIndex, PointFilter, QdrantIndex, VectorIndex, _edge_rebuild
+from memvault.index import EdgeIndex, PointFilter, QdrantIndex, VectorIndex, _edge_rebuild
 from tests.test_index.shapes import DIM, axis, mix, point, sparse
 
 NS = "acme"

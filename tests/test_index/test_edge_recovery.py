@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from memvault.errors import IndexError_
-from memvault.vault.index import EdgeIndex, PointFilter
-from memvault.vault.index.edge import shard_folder_name
+from memvault.index import EdgeIndex, PointFilter
+from memvault.index.edge import shard_folder_name
 from tests.test_index.erasure import WIDE, Planted, files_holding, needles_of, planted
 
 NS = "acme"
@@ -29,7 +29,7 @@ _CHILD = textwrap.dedent(
     """
     import json, os, shutil, sys
     from pathlib import Path
-    from memvault.vault.index import EdgeIndex, IndexPoint, PointFilter, _edge_rebuild
+    from memvault.index import EdgeIndex, IndexPoint, PointFilter, _edge_rebuild
     spec = json.loads(sys.argv[1])
     index = EdgeIndex(Path(spec["root"]), spec["dim"])
     index.upsert(spec["ns"], [IndexPoint(**p) for p in spec["points"]])
@@ -173,7 +173,7 @@ _OPEN_AND_DIE = textwrap.dedent(
     """
     import os, shutil, sys
     from pathlib import Path
-    from memvault.vault.index import EdgeIndex, _edge_rebuild
+    from memvault.index import EdgeIndex, _edge_rebuild
     if sys.argv[2] == "before-marker":  # partitions partly written, no `legacy.split` yet
         real = _edge_rebuild._write_shard
         written = [0]

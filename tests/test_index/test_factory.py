@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memvault.vault.index import EdgeIndex, PointFilter, QdrantIndex, open_index
+from memvault.index import EdgeIndex, PointFilter, QdrantIndex, open_index
 from tests.test_index.shapes import DIM, axis, point
 
 ALL = PointFilter()

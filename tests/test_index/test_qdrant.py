@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from qdrant_client import QdrantClient, models
 
-from memvault.vault.index import PointFilter, QdrantIndex
-from memvault.vault.index.qdrant import VACUUM_DELETED_THRESHOLD, VACUUM_MIN_VECTORS
+from memvault.index import PointFilter, QdrantIndex
+from memvault.index.qdrant import VACUUM_DELETED_THRESHOLD, VACUUM_MIN_VECTORS
 from tests.test_index.shapes import DIM, axis, point
 
 

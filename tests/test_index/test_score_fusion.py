@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from memvault.vault.index import PointFilter, VectorIndex
+from memvault.index import PointFilter, VectorIndex
 from memvault.vault.ranking import Fusion, search_fused
 from tests.test_index.shapes import axis, sparse
 from tests.test_index.test_conformance import NS, _fusion_points

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from threadpoolctl import threadpool_info
 
-from memvault.cli_mcp import open_backend
+from memvault.cli.mcp import open_backend
 from tests.conftest import ServicesFactory
 
 

@@ -14,7 +14,7 @@ from mcp import Client
 from mcp.types import TextContent
 from starlette.testclient import TestClient
 
-from memvault.cli_mcp import BearerGate
+from memvault.cli.mcp import BearerGate
 from memvault.client import AsyncClient, InvalidRequestError
 from memvault.client import Client as SdkClient
 from memvault.mcp import build_server
@@ -50,7 +50,7 @@ def _post(client: TestClient, host: str, origin: str | None = None) -> int:
 
 
 def test_allowed_host_and_origin_behind_a_proxy_and_on_all_interfaces() -> None:
-    from memvault.cli_mcp import transport_security
+    from memvault.cli.mcp import transport_security
 
     server = build_server(object())  # type: ignore[arg-type]
     public = transport_security("127.0.0.1", ["mcp.example.com"], ["https://mcp.example.com"])

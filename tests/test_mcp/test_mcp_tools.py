@@ -23,9 +23,9 @@ from memvault.errors import Forbidden
 from memvault.mcp import AmemOff, BackendError, EmbeddedBackend, RemoteBackend, build_server
 from memvault.mcp.envelope import recalled
 from memvault.mcp.gate import argument_problems
+from memvault.runtime.factory import Services
 from memvault.scope import Scope
-from memvault.vault.factory import Services
-from memvault.vault.store.models import NoteRow
+from memvault.store.models import NoteRow
 from tests.conftest import ServicesFactory
 
 SECRET = "AKIA" + "QWERTYUIOPASDFGH"

@@ -15,16 +15,16 @@ from pydantic import SecretStr
 
 from memvault.config import Settings
 from memvault.errors import VaultError
+from memvault.runtime.factory import open_services
 from memvault.scope import Scope
-from memvault.vault.datadir import LOCK_FILE, DataDirInUse, DataDirLock
-from memvault.vault.factory import open_services
+from memvault.store.datadir import LOCK_FILE, DataDirInUse, DataDirLock
 from tests.conftest import ServicesFactory
 
 HOLDER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from memvault.vault.datadir import DataDirLock
+    from memvault.store.datadir import DataDirLock
     lock = DataDirLock.acquire(Path(sys.argv[1]))
     print("locked", flush=True)
     sys.stdin.readline()

@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import text
 
 from memvault.config import Settings
-from memvault.vault.embed.base import Embedder
-from memvault.vault.factory import Services, open_services
+from memvault.embed.base import Embedder
+from memvault.runtime.factory import Services, open_services
 from tests.conftest import PG_ENV, app_role_url, drop_schema, migrated_pg_schema, pg_url_or_skip
 from tests.test_scale.pg import autocommit_engine, scratch_database
 

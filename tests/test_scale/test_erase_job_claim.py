@@ -11,8 +11,8 @@ import time
 from typing import Any
 
 from memvault.compliance.wiring import install
+from memvault.runtime.factory import Services
 from memvault.scope import Scope
-from memvault.vault.factory import Services
 
 USER = "usrqzclaim"
 

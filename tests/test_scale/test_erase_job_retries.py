@@ -11,8 +11,8 @@ import pytest
 
 from memvault.compliance import erasure as erasure_module
 from memvault.compliance.wiring import install
+from memvault.runtime.factory import Services
 from memvault.scope import Scope
-from memvault.vault.factory import Services
 from tests.conftest import ServicesFactory
 
 USER = "usrqzretry"

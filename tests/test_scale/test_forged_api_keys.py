@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, delete, text
 
+from memvault.embed.base import Embedder
 from memvault.keyring._keystore import identity
-from memvault.vault.embed.base import Embedder
-from memvault.vault.factory import Services, open_services
-from memvault.vault.store.database import Database
+from memvault.runtime.factory import Services, open_services
+from memvault.store.database import Database
 from tests.apiclient import Api
 from tests.conftest import ServicesFactory
 

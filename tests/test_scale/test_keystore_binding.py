@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from memvault.config import Settings
+from memvault.embed.base import Embedder
 from memvault.errors import VaultError
+from memvault.runtime.factory import open_services
 from memvault.scope import Scope
-from memvault.vault.embed.base import Embedder
-from memvault.vault.factory import open_services
 from tests.conftest import ServicesFactory
 
 

@@ -26,7 +26,7 @@ from sqlalchemy.exc import DBAPIError
 
 from memvault.compliance.tenant_deletion import TenantDeletions
 from memvault.errors import VaultError
-from memvault.vault.store.database import Database, RowSecurityNotEnforced, upgrade_database
+from memvault.store.database import Database, RowSecurityNotEnforced, upgrade_database
 from tests.conftest import ServicesFactory, app_role_url, pg_url_or_skip
 
 

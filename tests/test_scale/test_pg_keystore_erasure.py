@@ -16,10 +16,10 @@ from sqlalchemy import create_engine, text
 
 from memvault.compliance.wiring import install
 from memvault.config import Settings
+from memvault.embed.base import Embedder
 from memvault.errors import VaultError
+from memvault.runtime.factory import Services, open_services
 from memvault.scope import Scope
-from memvault.vault.embed.base import Embedder
-from memvault.vault.factory import Services, open_services
 from tests.conftest import app_role_url, drop_schema, migrated_pg_schema, pg_url_or_skip
 from tests.test_scale.pg import carve, database_files, scratch_database
 

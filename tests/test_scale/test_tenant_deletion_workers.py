@@ -8,8 +8,8 @@ answered `decryption_failed` for them."""
 from __future__ import annotations
 
 from memvault.compliance.wiring import install
+from memvault.runtime.factory import Services
 from memvault.scope import Scope
-from memvault.vault.factory import Services
 
 USER = "usrqzreborn"
 

@@ -26,9 +26,9 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from memvault.config import Settings
+from memvault.embed.base import Embedder
 from memvault.errors import VaultError
-from memvault.vault.embed.base import Embedder
-from memvault.vault.factory import open_services
+from memvault.runtime.factory import open_services
 from tests.conftest import app_role_url, drop_schema, migrated_pg_schema, pg_url_or_skip
 from tests.serving import clean_env, free_port, start_serve, stop, wait_healthy
 from tests.test_scale.pg import scratch_database

@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 import pytest
 
-from memvault.vault.index.base import SparseVector
-from memvault.vault.text import SparseEncoder, bm25_weights, tokenize
+from memvault.index.base import SparseVector
+from memvault.text import SparseEncoder, bm25_weights, tokenize
 
 
 def hmac_token_id(key: bytes) -> Callable[[str], int]:

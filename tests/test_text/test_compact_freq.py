@@ -9,8 +9,8 @@ from pathlib import Path
 import jieba
 import pytest
 
-from memvault.vault.text import tokenizer
-from memvault.vault.text._compact_freq import CompactFreq, compact
+from memvault.text import tokenizer
+from memvault.text._compact_freq import CompactFreq, compact
 
 CMRC = Path(__file__).resolve().parents[3] / "shared" / "data" / "cmrc2018" / "cmrc2018_dev.json"
 SAMPLES = [

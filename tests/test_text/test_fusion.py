@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memvault.vault.index.base import RRF_K
-from memvault.vault.text import rrf
+from memvault.index.base import RRF_K
+from memvault.text import rrf
 
 
 def test_rrf_scores_follow_zero_based_positions() -> None:

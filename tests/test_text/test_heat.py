@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from memvault.vault.text import heat_boost
+from memvault.text import heat_boost
 
 
 def test_heat_boost_ten_retrievals_sixty_days_about_1_002() -> None:

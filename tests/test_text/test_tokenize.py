@@ -6,7 +6,7 @@ import subprocess
 import sys
 import threading
 
-from memvault.vault.text import tokenize
+from memvault.text import tokenize
 
 
 def test_tokenize_chinese_sentence_gives_several_short_tokens() -> None:
@@ -94,7 +94,7 @@ def test_tokenize_same_text_same_tokens_across_threads() -> None:
 
 
 def test_tokenize_first_use_prints_nothing() -> None:
-    code = "from memvault.vault.text import tokenize; tokenize('我女儿上个月开始学小提琴。')"
+    code = "from memvault.text import tokenize; tokenize('我女儿上个月开始学小提琴。')"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout == ""
     assert done.stderr == ""

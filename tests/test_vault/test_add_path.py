@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from sqlalchemy import delete, select
 
+from memvault.index.base import PointFilter
 from memvault.scope import Scope
-from memvault.vault.corpus import DEFAULT_AVGDL
-from memvault.vault.index.base import PointFilter
+from memvault.store.corpus import DEFAULT_AVGDL
+from memvault.store.models import AuditEventRow, CorpusStatsRow, NoteRow
 from memvault.vault.service import PENDING
-from memvault.vault.store.models import AuditEventRow, CorpusStatsRow, NoteRow
 from tests.conftest import ServicesFactory
 from tests.db_probes import write_transactions
 

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memvault.vault.text import tokenize
-from memvault.vault.text.dates import TimeRange, event_date_text, parse_time_ranges
+from memvault.text import tokenize
+from memvault.text.dates import TimeRange, event_date_text, parse_time_ranges
 
 NOW = datetime(2024, 6, 19, 12, tzinfo=UTC).timestamp()
 

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from memvault.errors import DecryptionError
+from memvault.index.base import PointFilter
 from memvault.keyring import FileMasterKey, Keyring
 from memvault.scope import Scope
-from memvault.vault.codec import NoteCodec
+from memvault.store.codec import NoteCodec
+from memvault.store.database import Database
+from memvault.store.models import NoteRow
 from memvault.vault.drafts import user_tag
-from memvault.vault.index.base import PointFilter
-from memvault.vault.store.database import Database
-from memvault.vault.store.models import NoteRow
 from tests.conftest import ServicesFactory
 
 

@@ -18,9 +18,11 @@ import pytest
 from sqlalchemy import update
 
 from memvault.errors import NotFound, PermissionDenied
+from memvault.index.base import Hit, PointFilter
+from memvault.runtime.factory import Services
 from memvault.scope import Scope
-from memvault.vault.factory import Services
-from memvault.vault.index.base import Hit, PointFilter
+from memvault.store.models import NoteRow
+from memvault.text import SparseEncoder, heat_boost
 from memvault.vault.links import neighbours
 from memvault.vault.notes import SearchHit
 from memvault.vault.ranking import search_fused
@@ -33,8 +35,6 @@ from memvault.vault.retrieve import (
     graph_gate,
     query_ranges,
 )
-from memvault.vault.store.models import NoteRow
-from memvault.vault.text import SparseEncoder, heat_boost
 from tests.conftest import ServicesFactory
 
 NOW = 1_900_000_000.0

@@ -18,14 +18,14 @@ import numpy as np
 import pytest
 from sqlalchemy import func, select
 
+from memvault.embed.base import Embedder
+from memvault.embed.cache import CachedEmbedder, EmbeddingCache
 from memvault.errors import NotFound
+from memvault.index.base import PointFilter
 from memvault.scope import Scope
+from memvault.store.models import NoteRow
 from memvault.vault import group_commit
-from memvault.vault.embed.base import Embedder
-from memvault.vault.embed.cache import CachedEmbedder, EmbeddingCache
-from memvault.vault.index.base import PointFilter
 from memvault.vault.notes import Note
-from memvault.vault.store.models import NoteRow
 from tests.conftest import ServicesFactory
 from tests.db_probes import notes_inserted_per_transaction
 from tests.faults import Crash

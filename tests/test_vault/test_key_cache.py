@@ -9,10 +9,10 @@ import pytest
 from sqlalchemy import update
 
 from memvault.errors import AuthenticationError
-from memvault.vault.factory import Services
-from memvault.vault.key_cache import VerifiedKeys
-from memvault.vault.principals import Principal, sha256_hex
-from memvault.vault.store.models import ApiKeyRow
+from memvault.runtime.factory import Services
+from memvault.store.models import ApiKeyRow
+from memvault.tenancy.key_cache import VerifiedKeys
+from memvault.tenancy.principals import Principal, sha256_hex
 
 ServicesFactory = Callable[..., Services]
 ALICE = Principal("acme", "alice", "planner", "agent", "k1")
@@ -164,7 +164,7 @@ def test_a_request_hashes_the_secret_once_on_a_miss_and_on_a_hit(
 ) -> None:
     """`present` parses and hashes; `verify` reads the row without hashing or asking the cache
     again; the next `present` answers from the cache."""
-    import memvault.vault.principals as principals
+    import memvault.tenancy.principals as principals
 
     services = _services(make_services, backend)
     keys = services.keys

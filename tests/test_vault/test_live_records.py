@@ -14,10 +14,10 @@ import uuid
 import pytest
 from sqlalchemy import text
 
+from memvault.runtime.factory import Services
 from memvault.scope import Scope
-from memvault.vault.factory import Services
+from memvault.store.records import NoteFields, NoteRecord
 from memvault.vault.scoped_reads import MAX_IDS_PER_READ, _live_by_ids, id_bucket
-from memvault.vault.store.records import NoteFields, NoteRecord
 from tests.conftest import ServicesFactory
 
 FIELDS = [name for name in NoteRecord._fields if name != "has_links"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 
-from memvault.vault.factory import Services
+from memvault.runtime.factory import Services
 from memvault.vault.service import NOTE_LOCK_STRIPES
 from tests.conftest import ServicesFactory
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memvault.vault.index.base import Hit
+from memvault.index.base import Hit
 from memvault.vault.ranking import Fusion, Scored, fuse_scores, rerank
 
 

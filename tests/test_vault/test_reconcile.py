@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from memvault.index.base import IndexPoint, PointFilter
 from memvault.scope import Scope
-from memvault.vault.index.base import IndexPoint, PointFilter
+from memvault.store.models import NoteRow
 from memvault.vault.service import ACTIVE, PENDING
-from memvault.vault.store.models import NoteRow
 from tests.conftest import ServicesFactory
 from tests.faults import Crash, crash_at
 

@@ -15,13 +15,13 @@ import pytest
 from sqlalchemy import update
 
 from memvault.config import Settings
+from memvault.index.base import PointFilter
+from memvault.runtime.factory import Services, open_services
 from memvault.scope import Scope
+from memvault.store.models import NoteRow
 from memvault.vault.drafts import NoteDraft
-from memvault.vault.factory import Services, open_services
-from memvault.vault.index.base import PointFilter
 from memvault.vault.reindex import Reindexer
 from memvault.vault.sessions import INDEX_VERSION
-from memvault.vault.store.models import NoteRow
 from tests.conftest import ServicesFactory
 from tests.serving import clean_env
 

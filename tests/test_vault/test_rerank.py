@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
+from memvault.index.base import Hit
 from memvault.scope import Scope
+from memvault.store.models import NoteRow
 from memvault.vault import rerank as rr
-from memvault.vault.index.base import Hit
 from memvault.vault.ranking import Scored
 from memvault.vault.rerank import NoteShape, Rerank, note_flags, parse_speaker, reorder, shape_of
-from memvault.vault.store.models import NoteRow
 from tests.conftest import ServicesFactory
 from tests.disk_scan import files_holding
 

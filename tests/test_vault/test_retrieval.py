@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from memvault.index.base import PointFilter
+from memvault.runtime.factory import Services
 from memvault.scope import Scope
-from memvault.vault.factory import Services
-from memvault.vault.index.base import PointFilter
 from memvault.vault.retrieve import graph_gate
 from tests.conftest import ServicesFactory
 
@@ -85,7 +85,7 @@ def test_retrieval_counts_are_flushed_in_batches(services: Services) -> None:
 
 
 def test_retrieval_log_writes_nothing_until_flushed(services: Services) -> None:
-    from memvault.vault.retrieval_log import RetrievalLog
+    from memvault.store.retrieval_log import RetrievalLog
 
     v = services.vault.scoped(Scope("t1", "u1", "a1"))
     note = v.add("The user's bike lock combination is kept in the notes app")
@@ -106,8 +106,8 @@ def test_heat_reorders_near_ties_in_full_mode(services: Services) -> None:
     b = v.add("The user went to the lake on Sunday")
     for i in range(10):  # the normalised scores need a spread, so the two are near ties
         v.add(f"Filler note {i} about invoices, spreadsheets and the quarterly budget")
-    from memvault.vault.store.models import NoteRow
-    from memvault.vault.store.scoping import OwnedBy, scoped_update
+    from memvault.store.models import NoteRow
+    from memvault.store.scoping import OwnedBy, scoped_update
 
     cold, hot = sorted([a, b], key=lambda n: n.id)
     first = v.search("when did the user go to the lake?", limit=2, mode="hybrid")[0].note.id

@@ -20,19 +20,19 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 from typer.testing import CliRunner
 
-from memvault.cli_db import db_app
+from memvault.cli.db import db_app
 from memvault.keyring import Keyring
 from memvault.keyring._master import LocalMasterKey
-from memvault.vault.principals import ApiKeys
-from memvault.vault.store.database import (
+from memvault.store.database import (
     APP_ROLE,
     Database,
     DatabaseNotReady,
     RowSecurityNotEnforced,
     upgrade_database,
 )
-from memvault.vault.store.models import Base, TenantRow
-from memvault.vault.tenants import Tenants
+from memvault.store.models import Base, TenantRow
+from memvault.tenancy.principals import ApiKeys
+from memvault.tenancy.tenants import Tenants
 from tests.conftest import app_role_url, drop_schema, migrated_pg_schema, pg_url_or_skip
 
 # The tables the issue names; the tests themselves walk every table the catalog lists.

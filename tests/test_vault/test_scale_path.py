@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from memvault.embed.base import Embedder
+from memvault.index import QdrantIndex
+from memvault.index.base import PointFilter
 from memvault.scope import Scope
 from memvault.vault.drafts import user_tag
-from memvault.vault.embed.base import Embedder
-from memvault.vault.index import QdrantIndex
-from memvault.vault.index.base import PointFilter
 from tests.conftest import ServicesFactory
 
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from memvault.errors import ScopeViolation
+from memvault.index.base import Hit, PointFilter, SparseVector
 from memvault.scope import Scope
-from memvault.vault.index.base import Hit, PointFilter, SparseVector
 from tests.apiclient import Api
 from tests.conftest import ServicesFactory
 

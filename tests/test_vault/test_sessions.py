@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from memvault.errors import InvalidRequest
+from memvault.index.base import PointFilter
+from memvault.runtime.factory import Services
 from memvault.scope import Scope
+from memvault.store.models import LinkRow, NoteRow
 from memvault.vault.drafts import NoteDraft
-from memvault.vault.factory import Services
-from memvault.vault.index.base import PointFilter
 from memvault.vault.session_index import SEQUENCE
 from memvault.vault.sessions import INDEX_VERSION
-from memvault.vault.store.models import LinkRow, NoteRow
 from tests.conftest import ServicesFactory
 
 A = Scope("t1", "u1", "a1")
@@ -158,7 +158,7 @@ def test_new_rows_carry_the_current_index_version(services: Services) -> None:
 
 def test_ids_follow_write_order_within_a_millisecond() -> None:
     """Turns with the same event time are ordered by id: ids must sort in the order made."""
-    from memvault.vault.ids import uuid7
+    from memvault.ids import uuid7
 
     ids = [uuid7() for _ in range(20_000)]
     assert ids == sorted(ids) and len(set(ids)) == len(ids)

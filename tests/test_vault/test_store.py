@@ -8,9 +8,9 @@ import pytest
 from sqlalchemy import func, select, text
 
 from memvault.scope import Scope
-from memvault.vault.store.database import Database
-from memvault.vault.store.models import ApiKeyRow, NoteRow
-from memvault.vault.store.scoping import (
+from memvault.store.database import Database
+from memvault.store.models import ApiKeyRow, NoteRow
+from memvault.store.scoping import (
     OwnedBy,
     ReadableBy,
     member_list,
@@ -61,7 +61,7 @@ def test_migrate_is_idempotent(make_services: ServicesFactory, backend: str) -> 
 
 
 def test_every_primary_key_and_index_begins_with_tenant_id() -> None:
-    from memvault.vault.store.models import OPERATOR_TABLES, Base
+    from memvault.store.models import OPERATOR_TABLES, Base
 
     for table in Base.metadata.tables.values():
         if table.name in OPERATOR_TABLES:

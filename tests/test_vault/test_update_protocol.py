@@ -8,10 +8,10 @@ import logging
 import pytest
 
 from memvault.errors import InvalidRequest, ScreenRefused
+from memvault.index.base import PointFilter
 from memvault.scope import Scope
-from memvault.vault.index.base import PointFilter
+from memvault.store.models import NoteRow
 from memvault.vault.service import ACTIVE
-from memvault.vault.store.models import NoteRow
 from tests.conftest import ServicesFactory
 from tests.faults import Crash, crash_at
 

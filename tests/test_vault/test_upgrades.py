@@ -10,11 +10,11 @@ import pytest
 from sqlalchemy import update
 
 from memvault.amem.attrs import append_history, update_attrs
+from memvault.runtime.factory import Services
+from memvault.runtime.upgrades import restore_absorbed
 from memvault.scope import Scope
+from memvault.store.models import NoteRow
 from memvault.vault.drafts import namespace_for
-from memvault.vault.factory import Services
-from memvault.vault.store.models import NoteRow
-from memvault.vault.upgrades import restore_absorbed
 from tests.conftest import ServicesFactory
 
 A = Scope("t1", "u1", "a1")

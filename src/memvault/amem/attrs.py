@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import update
 
-from memvault.vault.store.models import NoteRow
-from memvault.vault.store.scoping import scoped_update
+from memvault.store.models import NoteRow
+from memvault.store.scoping import scoped_update
 
 if TYPE_CHECKING:
     from memvault.vault.service import ScopedVault

@@ -1,7 +1,7 @@
 """`HeuristicJudge`: the offline, deterministic judge — memvault's default, and the fallback
 whenever a model is down, slow or answers something that cannot be trusted.
 
-It decides from tokens (`memvault.vault.text.tokenize`: jieba for Chinese, Snowball stems for
+It decides from tokens (`memvault.text.tokenize`: jieba for Chinese, Snowball stems for
 English), corpus statistics when the caller has them, and the cue lists in `amem/lexicon.py`:
 
 - construction: tf·idf keywords, lexicon category and tags, note type by cues, the first clause
@@ -34,7 +34,7 @@ from memvault.amem.judge import (
     NoteType,
 )
 from memvault.amem.views import CATEGORIES, Candidate, Category, EvolutionAction
-from memvault.vault.text import tokenize
+from memvault.text import tokenize
 
 CONTEXT_CHARS = 120
 MIN_FACT_WEIGHT = 10  # openclaw's write gate: under 10 characters (a Han character counts 2)

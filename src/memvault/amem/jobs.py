@@ -22,8 +22,8 @@ from sqlalchemy import Table, bindparam, delete, exists, insert, literal, select
 from memvault.errors import NotFound, VaultError
 from memvault.observability import count_amem_jobs
 from memvault.scope import Scope
-from memvault.vault.store.driver_sql import DriverStatement
-from memvault.vault.store.models import AmemJobRow, NoteRow
+from memvault.store.driver_sql import DriverStatement
+from memvault.store.models import AmemJobRow, NoteRow
 
 if TYPE_CHECKING:
     from memvault.amem.service import Amem

@@ -26,8 +26,8 @@ from memvault.amem.review import review_markdown
 from memvault.amem.thresholds import thresholds_for
 from memvault.amem.views import Candidate, NoteView
 from memvault.scope import SHARED_AGENT, Scope, may_write
+from memvault.store.models import NoteRow
 from memvault.vault.notes import Note
-from memvault.vault.store.models import NoteRow
 
 if TYPE_CHECKING:
     from memvault.amem.service import Amem

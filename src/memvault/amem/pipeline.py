@@ -21,12 +21,12 @@ from memvault.amem.relating import changed_slot, relate, restates
 from memvault.amem.thresholds import AmemThresholds
 from memvault.amem.views import Candidate
 from memvault.scope import SHARED_AGENT, may_write
+from memvault.store.models import NoteRow
+from memvault.store.scoping import parse_member_list
 from memvault.vault.links import put_link
 from memvault.vault.notes import Note
 from memvault.vault.relations import may_relate
 from memvault.vault.sessions import enrichment_embed_text
-from memvault.vault.store.models import NoteRow
-from memvault.vault.store.scoping import parse_member_list
 
 if TYPE_CHECKING:
     from memvault.vault.service import ScopedVault

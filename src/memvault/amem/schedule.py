@@ -21,7 +21,7 @@ from memvault.amem.maintenance import consolidate_tenant
 
 if TYPE_CHECKING:
     from memvault.amem.service import Amem
-    from memvault.vault.factory import Services
+    from memvault.runtime.factory import Services
 
 log = logging.getLogger(__name__)
 

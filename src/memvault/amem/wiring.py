@@ -13,7 +13,7 @@ from memvault.amem.service import Amem
 
 if TYPE_CHECKING:
     from memvault.amem.judge import Judge
-    from memvault.vault.factory import Services
+    from memvault.runtime.factory import Services
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from memvault.api.openapi import METRICS_CONTENT_TYPE, install_openapi
 from memvault.compliance.wiring import install as install_compliance
 from memvault.console import install_console
 from memvault.observability import ProcessMetrics, install_request_observer
-from memvault.vault.factory import Services
+from memvault.runtime.factory import Services
 
 if TYPE_CHECKING:
     from fastapi.telemetry import TelemetryConfig

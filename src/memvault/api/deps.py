@@ -14,8 +14,8 @@ from anyio import to_thread
 from fastapi import Depends, Request
 
 from memvault.errors import Forbidden, InvalidRequest
-from memvault.vault.factory import Services
-from memvault.vault.principals import (
+from memvault.runtime.factory import Services
+from memvault.tenancy.principals import (
     Principal,
 )
 from memvault.vault.service import ScopedVault

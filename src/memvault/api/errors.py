@@ -120,7 +120,7 @@ def audit_denial(request: Request, exc: VaultError, status: int) -> None:
     a 401 whose key id is not a key of the tenant its token names is left to the metrics. A
     `ScopeViolation` is one event per occurrence.
     """
-    from memvault.vault.principals import split_token
+    from memvault.tenancy.principals import split_token
 
     services = getattr(request.app.state, "services", None)
     if services is None:

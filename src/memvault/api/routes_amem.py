@@ -14,7 +14,7 @@ from memvault.amem.wiring import installed
 from memvault.api.deps import AgentDep, ScopedVaultDep, ServicesDep, only_query_params
 from memvault.api.schemas import Strict, Text
 from memvault.errors import Conflict
-from memvault.vault.factory import Services
+from memvault.runtime.factory import Services
 
 router = APIRouter(tags=["a-mem"])
 

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from memvault.api.deps import AuditReaderDep, ServicesDep, only_query_params, tenant_of
 from memvault.compliance.audit_export import ExportSnapshot, records, snapshot
-from memvault.vault.factory import Services
+from memvault.runtime.factory import Services
 
 router = APIRouter(tags=["audit"])
 

@@ -23,10 +23,10 @@ from memvault.api.deps import (
 )
 from memvault.api.schemas import EraseRequest
 from memvault.compliance import inventory
+from memvault.compliance.erase import ScrubIncomplete
 from memvault.compliance.wiring import Compliance
 from memvault.scope import validate_id
-from memvault.vault.erase import ScrubIncomplete
-from memvault.vault.store.scoping import OwnedBy
+from memvault.store.scoping import OwnedBy
 
 router = APIRouter(tags=["erasure"])
 

@@ -27,10 +27,10 @@ from memvault.api.schemas import (
     SearchResult,
     UpdateMemory,
 )
-from memvault.vault.factory import Services
+from memvault.runtime.factory import Services
+from memvault.tenancy.principals import Principal
 from memvault.vault.fields import MAX_LIST_LIMIT, MAX_OFFSET
 from memvault.vault.paging import MAX_CURSOR_CHARS
-from memvault.vault.principals import Principal
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 

@@ -26,6 +26,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError
 
 from memvault.errors import InvalidRequest
+from memvault.ids import NOTE_ID_PATTERN, is_note_id
 from memvault.scope import ID_GRAMMAR, is_valid_id, validate_new_id
 from memvault.vault.fields import (
     MAX_QUERY_CHARS,
@@ -38,7 +39,6 @@ from memvault.vault.fields import (
     MAX_TTL_DAYS,
     text_problem,
 )
-from memvault.vault.ids import NOTE_ID_PATTERN, is_note_id
 from memvault.vault.notes import Note, SearchHit
 
 MEMORY_NOTICE = (

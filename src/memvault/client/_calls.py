@@ -37,7 +37,7 @@ from memvault.client.models import (
     SearchHit,
     TtlDefaults,
 )
-from memvault.vault.ids import is_note_id
+from memvault.ids import is_note_id
 
 T = TypeVar("T")
 

@@ -24,7 +24,7 @@ from memvault.canonical import rfc3339
 from memvault.errors import InvalidRequest
 
 if TYPE_CHECKING:
-    from memvault.vault.factory import Services
+    from memvault.runtime.factory import Services
 
 
 @dataclass(frozen=True, slots=True)

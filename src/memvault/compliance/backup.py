@@ -26,17 +26,17 @@ from sqlalchemy.engine import make_url
 
 from memvault.errors import DecryptionError, KeyNotFound, VaultError
 from memvault.scope import SHARED_AGENT
-from memvault.vault.corpus import CorpusStats
+from memvault.store.corpus import CorpusStats
+from memvault.store.idempotency_records import delete_idempotency_records
+from memvault.store.models import CorpusStatsRow, NoteRow
+from memvault.store.scoping import OwnedBy, scoped_delete, scoped_select
 from memvault.vault.drafts import namespace_for
-from memvault.vault.idempotency_records import delete_idempotency_records
 from memvault.vault.links import delete_links_of
-from memvault.vault.store.models import CorpusStatsRow, NoteRow
-from memvault.vault.store.scoping import OwnedBy, scoped_delete, scoped_select
 
 if TYPE_CHECKING:
     from memvault.config import Settings
-    from memvault.vault.embed.base import Embedder
-    from memvault.vault.factory import Services
+    from memvault.embed.base import Embedder
+    from memvault.runtime.factory import Services
 
 PG_DUMP_GUIDANCE = (
     "backup supports the embedded SQLite stores only; on PostgreSQL use pg_dump, separately for "
@@ -194,7 +194,7 @@ def restore(
     try:
         _copy_sqlite(data_src, data_file)
         _copy_sqlite(keystore_src, keystore_file)
-        from memvault.vault.factory import open_services
+        from memvault.runtime.factory import open_services
 
         services = open_services(settings, embedder=embedder)
     except BaseException:

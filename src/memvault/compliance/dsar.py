@@ -20,11 +20,11 @@ from typing import Any
 from sqlalchemy import ColumnElement, and_, func, select
 
 from memvault.errors import ScopeViolation
+from memvault.store.models import LinkRow, NoteRow
+from memvault.store.scoping import OwnedBy, scoped_select
 from memvault.vault.drafts import ACTIVE
 from memvault.vault.notes import Note
 from memvault.vault.service import Vault
-from memvault.vault.store.models import LinkRow, NoteRow
-from memvault.vault.store.scoping import OwnedBy, scoped_select
 
 BATCH = 200
 """Rows read (and decrypted) per query."""

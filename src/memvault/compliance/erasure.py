@@ -35,13 +35,13 @@ from memvault.compliance.job_claim import JobRunningElsewhere, claimed
 from memvault.compliance.receipts import signed_receipt
 from memvault.compliance.rotation_erasure import forget_subject
 from memvault.errors import NotFound, VaultError
+from memvault.ids import uuid7
+from memvault.store.models import ErasureJobRow
+from memvault.store.scoping import OwnedBy
 from memvault.vault.drafts import user_tag
-from memvault.vault.ids import uuid7
-from memvault.vault.store.models import ErasureJobRow
-from memvault.vault.store.scoping import OwnedBy
 
 if TYPE_CHECKING:
-    from memvault.vault.factory import Services
+    from memvault.runtime.factory import Services
 
 log = logging.getLogger(__name__)
 

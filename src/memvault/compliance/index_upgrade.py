@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING
 from sqlalchemy import select
 
 from memvault.compliance.backup import rebuild_tenant
+from memvault.index.base import PointFilter
+from memvault.store.models import NoteRow
 from memvault.vault.drafts import ACTIVE, namespace_for, user_tag
-from memvault.vault.index.base import PointFilter
-from memvault.vault.store.models import NoteRow
 
 if TYPE_CHECKING:
-    from memvault.vault.factory import Services
+    from memvault.runtime.factory import Services
 
 log = logging.getLogger(__name__)
 

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import MetaData, func, select
 
-from memvault.vault.store.models import NoteRow
-from memvault.vault.store.scoping import OwnedBy, scoped_select
+from memvault.store.models import NoteRow
+from memvault.store.scoping import OwnedBy, scoped_select
 
 if TYPE_CHECKING:
-    from memvault.vault.factory import Services
+    from memvault.runtime.factory import Services
 
 Counter = Callable[["Tally"], int]
 

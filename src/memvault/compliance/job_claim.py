@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from sqlalchemy import text
 
 from memvault.errors import VaultError
-from memvault.vault.store.database import Database
+from memvault.store.database import Database
 
 
 class JobRunningElsewhere(VaultError):

@@ -23,7 +23,7 @@ from memvault.keyring import EnvMasterKey, FileMasterKey, Keyring, MasterKeyProv
 
 if TYPE_CHECKING:
     from memvault.config import Settings
-    from memvault.vault.factory import Services
+    from memvault.runtime.factory import Services
 
 Fault = Callable[[str], None]
 

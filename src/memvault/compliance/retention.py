@@ -20,18 +20,18 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import ColumnElement
 
+from memvault.audit.log import AuditLog
 from memvault.errors import Conflict
 from memvault.scope import Scope
-from memvault.vault.audit import AuditLog
+from memvault.store.models import NoteRow
+from memvault.store.scoping import OwnedBy, scoped_select
 from memvault.vault.drafts import ACTIVE, namespace_for
 from memvault.vault.service import Vault
-from memvault.vault.store.models import NoteRow
-from memvault.vault.store.scoping import OwnedBy, scoped_select
 from memvault.vault.writes import NoteWriter
 
 if TYPE_CHECKING:
-    from memvault.vault.factory import Services
-    from memvault.vault.index.base import VectorIndex
+    from memvault.index.base import VectorIndex
+    from memvault.runtime.factory import Services
 
 log = logging.getLogger(__name__)
 

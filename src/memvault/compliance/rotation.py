@@ -38,12 +38,12 @@ from memvault.compliance.master_rotation import (
 )
 from memvault.errors import DecryptionError, InvalidRequest, NotFound, VaultError
 from memvault.scope import Scope
-from memvault.vault.store.models import NoteRow
-from memvault.vault.store.scoping import OwnedBy, scoped_select, scoped_update
+from memvault.store.models import NoteRow
+from memvault.store.scoping import OwnedBy, scoped_select, scoped_update
 from memvault.vault.writes import staged_view
 
 if TYPE_CHECKING:
-    from memvault.vault.factory import Services
+    from memvault.runtime.factory import Services
 
 __all__ = [
     "DONE",

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from memvault.compliance.rotation import RotationRecord
 
 if TYPE_CHECKING:
-    from memvault.vault.factory import Services
+    from memvault.runtime.factory import Services
 
 
 def forget_subject(services: Services, tenant: str, user: str, agent: str | None) -> int:

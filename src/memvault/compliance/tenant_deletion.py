@@ -24,18 +24,18 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
 
+from memvault.compliance.erase import TENANT_ROW_MODELS
 from memvault.compliance.erasure import DONE, RUNNING, STALLED_SECONDS, STEPS, Fault
 from memvault.compliance.receipts import signed_receipt
 from memvault.errors import Conflict, DecryptionError, KeyNotFound, NotFound, VaultError
+from memvault.ids import uuid7
+from memvault.index.base import PointFilter
+from memvault.store.models import TenantDeletionRow, TenantRow
+from memvault.store.scoping import OwnedBy
 from memvault.vault.drafts import namespace_for
-from memvault.vault.erase import TENANT_ROW_MODELS
-from memvault.vault.ids import uuid7
-from memvault.vault.index.base import PointFilter
-from memvault.vault.store.models import TenantDeletionRow, TenantRow
-from memvault.vault.store.scoping import OwnedBy
 
 if TYPE_CHECKING:
-    from memvault.vault.factory import Services
+    from memvault.runtime.factory import Services
 
 log = logging.getLogger(__name__)
 _SEAL_PURPOSE = "tenant_deletion"

@@ -16,7 +16,7 @@ from memvault.compliance.erasure import ErasureJobs
 from memvault.compliance.tenant_deletion import TenantDeletions
 
 if TYPE_CHECKING:
-    from memvault.vault.factory import Services
+    from memvault.runtime.factory import Services
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from memvault.console.web import (
     set_session,
 )
 from memvault.errors import AuthenticationError
-from memvault.vault.principals import split_token
+from memvault.tenancy.principals import split_token
 
 router = APIRouter(prefix=PREFIX, include_in_schema=False)
 

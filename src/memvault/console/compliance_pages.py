@@ -33,7 +33,7 @@ from memvault.console.web import (
     services_of,
     shown_as_page,
 )
-from memvault.vault.factory import Services
+from memvault.runtime.factory import Services
 
 router = APIRouter(prefix=PREFIX, include_in_schema=False)
 

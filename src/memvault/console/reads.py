@@ -17,11 +17,11 @@ from sqlalchemy import distinct, func, select
 from memvault.compliance.audit_export import records, snapshot
 from memvault.compliance.canonical import rfc3339
 from memvault.compliance.verify import Verdict, verify_audit_export
-from memvault.vault.store.models import ApiKeyRow, NoteRow
-from memvault.vault.store.scoping import OwnedBy, scoped_select
+from memvault.store.models import ApiKeyRow, NoteRow
+from memvault.store.scoping import OwnedBy, scoped_select
 
 if TYPE_CHECKING:
-    from memvault.vault.factory import Services
+    from memvault.runtime.factory import Services
 
 MAX_KEYS_SHOWN = 500
 MAX_EVENTS_SHOWN = 200

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from sqlalchemy import delete
 
-from memvault.vault.store.database import Database
-from memvault.vault.store.models import ConsoleSessionRow
+from memvault.store.database import Database
+from memvault.store.models import ConsoleSessionRow
 
 
 class DatabaseSessionStore:

@@ -29,7 +29,7 @@ from memvault.console.web import (
     services_of,
     shown_as_page,
 )
-from memvault.vault.principals import TENANT_ROLES
+from memvault.tenancy.principals import TENANT_ROLES
 
 router = APIRouter(prefix=PREFIX, include_in_schema=False)
 

@@ -24,8 +24,8 @@ from memvault.api.deps import check_role
 from memvault.api.errors import correlation_id, describe_validation_errors, status_for
 from memvault.console.session import COOKIE, Session, SessionSealer, SessionStore
 from memvault.errors import AuthenticationError, Forbidden, VaultError
-from memvault.vault.factory import Services
-from memvault.vault.principals import Principal
+from memvault.runtime.factory import Services
+from memvault.tenancy.principals import Principal
 
 log = logging.getLogger("memvault.console")
 

@@ -22,8 +22,8 @@ from memvault.errors import AuthenticationError, Forbidden, NotFound, VaultError
 
 if TYPE_CHECKING:
     from memvault.amem.service import Amem
-    from memvault.vault.factory import Services
-    from memvault.vault.principals import Principal
+    from memvault.runtime.factory import Services
+    from memvault.tenancy.principals import Principal
 
 
 class BackendError(Exception):

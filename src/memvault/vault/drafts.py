@@ -13,11 +13,11 @@ from sqlalchemy.orm import Session
 
 from memvault.errors import InvalidRequest
 from memvault.scope import Scope
-from memvault.vault.corpus import CorpusStats
+from memvault.store.corpus import CorpusStats
+from memvault.store.driver_sql import DriverStatement
+from memvault.store.models import NoteRow
+from memvault.store.scoping import OwnedBy, scoped_update
 from memvault.vault.notes import Visibility
-from memvault.vault.store.driver_sql import DriverStatement
-from memvault.vault.store.models import NoteRow
-from memvault.vault.store.scoping import OwnedBy, scoped_update
 
 PENDING = "pending"
 """A new row whose vector may not be written yet (the reconciler completes it)."""

@@ -1,6 +1,6 @@
 """Group commit: concurrent adds coalesce into micro-batches, led by one of their writers.
 
-The leader/follower mechanism is `memvault.vault.batcher.Batcher`. A writer counts itself in
+The leader/follower mechanism is `memvault.batcher.Batcher`. A writer counts itself in
 (`GroupCommitter.arriving`) when it enters the add path, and `submit`s its prepared work once
 screened and sealed. A leader waits at most the window (about a millisecond) and only while
 other writers are still preparing, so a lone writer never waits. A follower returns only once
@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
 
+from memvault.batcher import Batcher, Runner
 from memvault.observability import count_group_commit
-from memvault.vault.batcher import Batcher, Runner
+from memvault.store.driver_sql import DriverConnection
 from memvault.vault.drafts import INSERT_NOTE, row_params
 from memvault.vault.points import build_points, embed_items
 from memvault.vault.sessions import IndexContext
-from memvault.vault.store.driver_sql import DriverConnection
 
 if TYPE_CHECKING:
     from memvault.vault.service import Vault

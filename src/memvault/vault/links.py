@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from sqlalchemy import ColumnElement, CompoundSelect, delete, exists, or_, select, union
 from sqlalchemy.orm import Session
 
-from memvault.vault.store.models import LinkRow, NoteRow
+from memvault.store.models import LinkRow, NoteRow
 
 
 def delete_links_of(sess: Session, tenant: str, note_ids: Sequence[str]) -> int:

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 from memvault.errors import NotFound, PermissionDenied
 from memvault.scope import SHARED_AGENT
+from memvault.store.models import NoteRow
+from memvault.store.scoping import member_list, scoped_update
 from memvault.vault.drafts import ACTIVE, content_hash, staged_view, swap_in_next
 from memvault.vault.fields import check_readers, check_source, check_text, check_topics
 from memvault.vault.notes import Note
@@ -22,8 +24,6 @@ from memvault.vault.rerank import note_flags
 from memvault.vault.screen_gate import ScreenedNote
 from memvault.vault.session_index import SessionIndexer
 from memvault.vault.sessions import INDEX_VERSION
-from memvault.vault.store.models import NoteRow
-from memvault.vault.store.scoping import member_list, scoped_update
 
 if TYPE_CHECKING:
     from memvault.vault.service import ScopedVault

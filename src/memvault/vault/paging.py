@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING
 from sqlalchemy import ColumnElement, and_, func, or_, select
 
 from memvault.errors import InvalidRequest
+from memvault.store.models import NoteRow
+from memvault.store.scoping import scoped_select
 from memvault.vault.fields import MAX_LIST_LIMIT, MAX_OFFSET
 from memvault.vault.notes import Note
-from memvault.vault.store.models import NoteRow
-from memvault.vault.store.scoping import scoped_select
 
 if TYPE_CHECKING:
     from memvault.vault.service import ScopedVault

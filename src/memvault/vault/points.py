@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from memvault.index.base import IndexPoint
 from memvault.scope import Scope
+from memvault.store.models import NoteRow
+from memvault.store.scoping import parse_member_list
+from memvault.text import SparseEncoder
 from memvault.vault.drafts import agent_tag, topic_tag, user_tag
-from memvault.vault.index.base import IndexPoint
 from memvault.vault.sessions import NO_CONTEXT, IndexContext, event_time
-from memvault.vault.store.models import NoteRow
-from memvault.vault.store.scoping import parse_member_list
-from memvault.vault.text import SparseEncoder
 
 if TYPE_CHECKING:
     from memvault.vault.service import VaultParts

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from memvault.vault.index.base import RRF_K, Hit, PointFilter, SparseVector, VectorIndex
+from memvault.index.base import RRF_K, Hit, PointFilter, SparseVector, VectorIndex
 
 FusionMethod = Literal["score", "rrf"]
 FUSION_METHODS: tuple[FusionMethod, ...] = ("score", "rrf")

@@ -20,13 +20,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from memvault.errors import DecryptionError, KeyNotFound
+from memvault.index.base import PointFilter
 from memvault.observability import count_repairs
+from memvault.store.models import NoteRow
+from memvault.store.scoping import OwnedBy, scoped_delete, scoped_select, scoped_update
 from memvault.vault.guard import ScopeErasing
-from memvault.vault.index.base import PointFilter
 from memvault.vault.links import delete_links_of
 from memvault.vault.service import ACTIVE, PENDING, Vault, namespace_for
-from memvault.vault.store.models import NoteRow
-from memvault.vault.store.scoping import OwnedBy, scoped_delete, scoped_select, scoped_update
 from memvault.vault.writes import staged_view, swap_in_next
 
 log = logging.getLogger(__name__)

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, or_, select
 
+from memvault.store.models import NoteRow
 from memvault.vault.drafts import ACTIVE
 from memvault.vault.session_index import SessionIndexer
 from memvault.vault.sessions import INDEX_VERSION
-from memvault.vault.store.models import NoteRow
 
 if TYPE_CHECKING:
     from memvault.vault.service import Vault

@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
-from memvault.vault.index.base import Hit
+from memvault.index.base import Hit
+from memvault.store.models import LinkRow, NoteRow
+from memvault.store.records import NoteFields
 from memvault.vault.notes import Note, SearchHit
-from memvault.vault.store.models import LinkRow, NoteRow
-from memvault.vault.store.records import NoteFields
 
 if TYPE_CHECKING:
     from memvault.vault.scoped_reads import ScopedReads

@@ -13,17 +13,17 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from memvault.embed.cache import PendingQuery
 from memvault.errors import InvalidRequest
-from memvault.vault.embed.cache import PendingQuery
-from memvault.vault.index.base import Hit, PointFilter
+from memvault.index.base import Hit, PointFilter
+from memvault.store.models import NoteRow
+from memvault.store.records import NoteRecord
+from memvault.text import SparseEncoder, heat_boost
 from memvault.vault.links import linked_ids
 from memvault.vault.notes import SearchHit
 from memvault.vault.ranking import FUSION_METHODS, Fusion, search_fused
 from memvault.vault.relations import Timeline, apply_timeline
 from memvault.vault.rerank import pool_reranker
-from memvault.vault.store.models import NoteRow
-from memvault.vault.store.records import NoteRecord
-from memvault.vault.text import SparseEncoder, heat_boost
 
 if TYPE_CHECKING:
     from memvault.vault.service import ScopedVault
@@ -333,7 +333,7 @@ class _QueryVector:
 
 def query_ranges(query: str, now: float) -> list[tuple[float, float]]:
     """The time ranges a query names, as (start, end) epoch seconds."""
-    from memvault.vault.text.dates import parse_time_ranges
+    from memvault.text.dates import parse_time_ranges
 
     return [(r.start, r.end) for r in parse_time_ranges(query, now)]
 

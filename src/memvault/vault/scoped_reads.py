@@ -15,23 +15,23 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import ColumnElement, CompoundSelect, Select, bindparam, false
 
 from memvault.errors import NotFound, PermissionDenied, ScopeViolation
+from memvault.ids import canonical_uuid
+from memvault.index.base import Hit, PointFilter
 from memvault.scope import WILDCARD_READER, Scope, may_write
-from memvault.vault.drafts import ACTIVE, agent_tag, topic_tag, user_tag
-from memvault.vault.ids import canonical_uuid
-from memvault.vault.index.base import Hit, PointFilter
-from memvault.vault.links import note_has_links
-from memvault.vault.notes import Note, SearchHit
-from memvault.vault.screen_gate import Pseudonym, keyed_pseudonym
-from memvault.vault.store.driver_sql import DriverStatement
-from memvault.vault.store.models import NoteRow
-from memvault.vault.store.records import RECORD_COLUMNS, NoteFields, NoteRecord, record_of
-from memvault.vault.store.scoping import (
+from memvault.store.driver_sql import DriverStatement
+from memvault.store.models import NoteRow
+from memvault.store.records import RECORD_COLUMNS, NoteFields, NoteRecord, record_of
+from memvault.store.scoping import (
     ReadableBy,
     parse_member_list,
     scoped_select,
     scoped_select_bound,
     scoped_select_ids,
 )
+from memvault.vault.drafts import ACTIVE, agent_tag, topic_tag, user_tag
+from memvault.vault.links import note_has_links
+from memvault.vault.notes import Note, SearchHit
+from memvault.vault.screen_gate import Pseudonym, keyed_pseudonym
 
 if TYPE_CHECKING:
     from memvault.vault.service import Vault, VaultParts

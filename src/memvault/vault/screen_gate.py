@@ -23,16 +23,16 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import func, select
 
+from memvault.audit.format import safe_name
+from memvault.audit.log import AuditLog
 from memvault.errors import ScreenRefused
+from memvault.ids import uuid7
 from memvault.observability import count_refusal, timed_call
 from memvault.scope import Scope
-from memvault.vault.audit import AuditLog
-from memvault.vault.audit_format import safe_name
+from memvault.store.database import Database
+from memvault.store.models import RefusalRow, TenantRow
 from memvault.vault.drafts import agent_tag, user_tag
 from memvault.vault.fields import check_ttl
-from memvault.vault.ids import uuid7
-from memvault.vault.store.database import Database
-from memvault.vault.store.models import RefusalRow, TenantRow
 
 if TYPE_CHECKING:
     from memvault.screening import Screen, ScreenPolicy, ScreenResult

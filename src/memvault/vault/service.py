@@ -18,12 +18,23 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from memvault.batcher import InFlight
+from memvault.embed.cache import CachedEmbedder
 from memvault.errors import InvalidRequest
+from memvault.index.base import IndexPoint, VectorIndex
 from memvault.keyring import Keyring
 from memvault.scope import Scope
-from memvault.vault.batcher import InFlight
-from memvault.vault.codec import NoteCodec
-from memvault.vault.corpus import CorpusStats
+from memvault.store.codec import NoteCodec
+from memvault.store.corpus import CorpusStats
+from memvault.store.database import Database
+from memvault.store.models import NoteRow
+from memvault.store.records import NoteFields
+from memvault.store.retrieval_log import RetrievalLog
+from memvault.store.scoping import (
+    ReadableBy,
+    parse_member_list,
+)
+from memvault.text import SparseEncoder
 from memvault.vault.drafts import (
     ACTIVE,
     PENDING,
@@ -32,7 +43,6 @@ from memvault.vault.drafts import (
     namespace_for,
     topic_tag,
 )
-from memvault.vault.embed.cache import CachedEmbedder
 from memvault.vault.fields import (
     MAX_QUERY_CHARS,
     MAX_SEARCH_LIMIT,
@@ -43,23 +53,13 @@ from memvault.vault.fields import (
 from memvault.vault.group_commit import DEFAULT_WINDOW_MS, GroupCommitter, store_batch
 from memvault.vault.guard import ScopeGuard
 from memvault.vault.hooks import NoteHooks
-from memvault.vault.index.base import IndexPoint, VectorIndex
 from memvault.vault.note_update import NoteUpdater
 from memvault.vault.notes import Note, SearchHit, Visibility
 from memvault.vault.paging import NotePage, list_page
 from memvault.vault.relations import annotate_notes, drop_typed_relations
-from memvault.vault.retrieval_log import RetrievalLog
 from memvault.vault.scoped_reads import ScopedReads
 from memvault.vault.screen_gate import ScreenGate
 from memvault.vault.sessions import IndexContext
-from memvault.vault.store.database import Database
-from memvault.vault.store.models import NoteRow
-from memvault.vault.store.records import NoteFields
-from memvault.vault.store.scoping import (
-    ReadableBy,
-    parse_member_list,
-)
-from memvault.vault.text import SparseEncoder
 
 if TYPE_CHECKING:
     from memvault.vault.writes import NoteWriter

@@ -14,6 +14,7 @@ from sqlalchemy import delete, update
 from sqlalchemy.orm import Session
 
 from memvault.scope import Scope
+from memvault.store.models import LinkRow, NoteRow
 from memvault.vault.drafts import ACTIVE, namespace_for
 from memvault.vault.sessions import (
     INDEX_VERSION,
@@ -26,7 +27,6 @@ from memvault.vault.sessions import (
     may_borrow,
     order_key,
 )
-from memvault.vault.store.models import LinkRow, NoteRow
 
 if TYPE_CHECKING:
     from memvault.vault.service import Vault
@@ -57,7 +57,7 @@ class SessionIndexer:
         """BM25 tokens of the note's event date, when a client gave one."""
         if row.occurred_at is None:
             return ()
-        from memvault.vault.text.dates import event_date_text
+        from memvault.text.dates import event_date_text
 
         encoder = self._vault.sparse_encoder(row.tenant_id)
         return tuple(encoder.tokens(event_date_text(row.occurred_at)))

@@ -22,9 +22,9 @@ from sqlalchemy import ColumnElement, and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from memvault.scope import Scope
+from memvault.store.models import NoteRow
+from memvault.store.scoping import parse_member_list
 from memvault.vault.drafts import ACTIVE
-from memvault.vault.store.models import NoteRow
-from memvault.vault.store.scoping import parse_member_list
 
 INDEX_VERSION = 2
 """1: a note's own text, BM25 k1 1.5 / b 0.75. 2: context-keyed (predecessor text and event

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 from sqlalchemy import select, update
 
 from memvault.errors import NotFound
-from memvault.vault.ids import canonical_uuid
+from memvault.ids import canonical_uuid
+from memvault.store.models import LinkRow, NoteRow
+from memvault.store.scoping import scoped_update
 from memvault.vault.relations import SUPERSEDES
-from memvault.vault.store.models import LinkRow, NoteRow
-from memvault.vault.store.scoping import scoped_update
 
 if TYPE_CHECKING:
     from memvault.vault.service import ScopedVault, Vault

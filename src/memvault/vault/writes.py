@@ -24,9 +24,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from memvault.batcher import Arrival
 from memvault.errors import InvalidRequest, NotFound
+from memvault.ids import canonical_uuid, uuid7
 from memvault.scope import WILDCARD_READER
-from memvault.vault.batcher import Arrival
+from memvault.store.models import LinkRow, NoteRow
+from memvault.store.scoping import member_list, scoped_delete, scoped_update
 from memvault.vault.drafts import (
     ACTIVE,
     STAGED_FIELDS,
@@ -46,7 +49,6 @@ from memvault.vault.fields import (
     check_ttl,
 )
 from memvault.vault.group_commit import StoreJob
-from memvault.vault.ids import canonical_uuid, uuid7
 from memvault.vault.links import delete_links_of
 from memvault.vault.notes import Note
 from memvault.vault.rerank import note_flags
@@ -57,8 +59,6 @@ from memvault.vault.sessions import (
     IndexContext,
     session_tag,
 )
-from memvault.vault.store.models import LinkRow, NoteRow
-from memvault.vault.store.scoping import member_list, scoped_delete, scoped_update
 
 if TYPE_CHECKING:
     from memvault.vault.service import ScopedVault

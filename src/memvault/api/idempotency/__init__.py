@@ -29,7 +29,7 @@ Layout: `_keys` (header grammar, request digest, HMAC tags, sealed-response form
 
 from memvault.api.idempotency._keys import request_digest
 from memvault.api.idempotency._middleware import install_idempotency
-from memvault.vault.idempotency_records import (
+from memvault.store.idempotency_records import (
     TTL_SECONDS,
     count_idempotency_records,
     delete_idempotency_records,

@@ -22,11 +22,11 @@ from sqlalchemy.orm import Session
 
 from memvault.api.idempotency._keys import Call, StoredResponse, should_store
 from memvault.errors import VaultError
-from memvault.vault.factory import Services
-from memvault.vault.principals import (
+from memvault.runtime.factory import Services
+from memvault.store.models import IdempotencyRow
+from memvault.tenancy.principals import (
     Principal,
 )
-from memvault.vault.store.models import IdempotencyRow
 
 log = logging.getLogger("memvault.api.idempotency")
 

@@ -15,7 +15,7 @@ from sqlalchemy import ColumnElement
 
 from memvault.keyring import IndexKey
 from memvault.scope import Scope
-from memvault.vault.store.models import IdempotencyRow
+from memvault.store.models import IdempotencyRow
 
 HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"

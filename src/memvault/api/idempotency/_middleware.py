@@ -38,7 +38,7 @@ from memvault.api.idempotency._keys import (
     parse_idempotency_key,
     request_digest,
 )
-from memvault.vault.idempotency_records import TTL_SECONDS
+from memvault.store.idempotency_records import TTL_SECONDS
 
 log = logging.getLogger("memvault.api.idempotency")
 

@@ -1,0 +1,393 @@
+"""The table of open qdrant-edge shards behind `EdgeIndex`: lazy open, LRU close, locking, errors.
+
+A shard is one partition (a user) of a namespace, keyed `(namespace, partition folder name)`.
+Every open shard holds threads, file handles and its WAL lock, so at most `max_open` stay open;
+beyond that the least recently used idle one is flushed and closed.
+
+Locks, always taken in this order:
+1. the namespace's `SharedLock`: shared for work on its partitions, exclusive to drop it;
+2. one partition's lock, held for a whole operation on that partition (a rebuild included), so
+   writes to one user wait while other users go on;
+3. the table lock, held only briefly to look up, insert or remove a handle. Eviction only
+   try-locks a partition, so it never waits for a busy one while holding the table lock.
+
+Errors name the operation, never the engine's message: it carries filesystem paths.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from qdrant_edge import (
+    Distance,
+    EdgeConfig,
+    EdgeShard,
+    EdgeSparseVectorParams,
+    EdgeVectorParams,
+    IntegerIndexParams,
+    KeywordIndexParams,
+    Memory,
+    Modifier,
+    UpdateOperation,
+)
+
+from memvault.errors import IndexError_, VaultError
+from memvault.index._edge_layout import (
+    is_shard,
+    list_partitions,
+    shard_folder_name,
+    write_record,
+)
+from memvault.index._edge_rebuild import has_leftovers, recover_partition
+from memvault.index.base import DENSE, SPARSE, validate_namespace
+
+# The adapter's logger: these messages are `EdgeIndex`'s, wherever the code sits.
+log = logging.getLogger("memvault.index.edge")
+
+T = TypeVar("T")
+PartKey = tuple[str, str]
+"""`(namespace, partition folder name)`."""
+
+
+def _engine_reason(exc: BaseException) -> str:
+    """A fixed description of a known engine failure (its own message holds paths), or ''."""
+    text = str(exc)
+    if "WouldBlock" in text:
+        return "the shard is locked by another process"
+    if "incompatible" in text:
+        return "the shard was created with another vector configuration"
+    return ""
+
+
+def index_error(action: str, exc: BaseException) -> IndexError_:
+    """`IndexError_` naming the operation; the engine's message is logged at DEBUG only."""
+    reason = _engine_reason(exc)
+    log.warning("edge index %s failed: %s %s", action, type(exc).__name__, reason)
+    log.debug("edge index %s failed", action, exc_info=exc)
+    return IndexError_(f"vector index {action} failed" + (f": {reason}" if reason else ""))
+
+
+def _payload_indexes() -> dict[str, Any]:
+    """Payload fields the shard indexes, and how: those of a search's scope filter.
+
+    Each keyword index costs a loaded 5,000-point partition about 5 MiB of RSS
+    (docs/performance.md), so fields filtered only by rare operations are not indexed:
+    `agent_id` (erasing an agent) and `note_type`; the engine checks those against the stored
+    payload (`alias_of`, once A-MEM's alias of an absorbed note, is no longer filtered).
+    Shards created with them lose them on their next load (`RETIRED_INDEXES`).
+    """
+    return {
+        "user_id": KeywordIndexParams(is_tenant=True),
+        "readers": KeywordIndexParams(),
+        "topic_tags": KeywordIndexParams(),
+        "is_active": IntegerIndexParams(lookup=True, range=False),
+    }
+
+
+RETIRED_INDEXES = ("agent_id", "note_type", "alias_of")
+"""Payload indexes that shards created before 2026-12-02 have and `ShardFactory.open` deletes."""
+
+
+class ShardFactory:
+    """Creates and loads shards with one configuration: cosine `dense`, IDF `bm25`, WAL on."""
+
+    def __init__(self, dense_dim: int) -> None:
+        self.dense_dim = dense_dim
+
+    def config(self) -> EdgeConfig:
+        """The engine configuration of every shard.
+
+        Dense vectors are `Memory.Cold`: mapped and paged in as searches touch them. The
+        engine's default (`Cached`) pages in the whole preallocated storage file when a shard
+        is loaded, about 42 MiB for a 5,000-point partition whose vectors take 10 MiB
+        (docs/performance.md). A shard keeps the placement it was created with.
+        """
+        return EdgeConfig(
+            vectors={
+                DENSE: EdgeVectorParams(
+                    size=self.dense_dim, distance=Distance.Cosine, memory=Memory.Cold
+                )
+            },
+            sparse_vectors={SPARSE: EdgeSparseVectorParams(modifier=Modifier.Idf)},
+            max_search_threads=1,
+            wal_enabled=True,
+        )
+
+    def open(self, folder: Path) -> EdgeShard:
+        """Load the shard in `folder`, or create it there (the folder may exist, empty)."""
+        # Passing the config on load makes the engine refuse a shard of another dimension.
+        if is_shard(folder):
+            shard = EdgeShard.load(str(folder), self.config())
+        else:
+            folder.mkdir(mode=0o700, exist_ok=True)
+            shard = EdgeShard.create(str(folder), self.config())
+        # Also on load: a crash between create and the index calls leaves them missing.
+        present = shard.info().payload_schema
+        for field, params in _payload_indexes().items():
+            if field not in present:
+                shard.update(UpdateOperation.create_field_index(field, params))
+        for field in RETIRED_INDEXES:  # their memory is freed from the next load on
+            if field in present:
+                shard.update(UpdateOperation.delete_field_index(field))
+        return shard
+
+
+class SharedLock:
+    """Many shared holders or one exclusive holder (no writer preference, so no reentry trap)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._shared = 0
+        self._exclusive = False
+
+    @contextlib.contextmanager
+    def shared(self) -> Iterator[None]:
+        """Hold the lock shared."""
+        with self._cond:
+            while self._exclusive:
+                self._cond.wait()
+            self._shared += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._shared -= 1
+                self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold the lock alone."""
+        with self._cond:
+            while self._exclusive or self._shared:
+                self._cond.wait()
+            self._exclusive = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._exclusive = False
+                self._cond.notify_all()
+
+
+@dataclass(slots=True)
+class _OpenShard:
+    shard: EdgeShard
+    lock: threading.Lock  # the partition's lock
+
+    def shut(self) -> None:
+        """Flush and close; the caller holds `lock`."""
+        try:
+            self.shard.flush()
+        finally:
+            self.shard.close()
+
+
+class ShardTable:
+    """The open partition shards under `root`, least recently used first.
+
+    Callers hold the namespace lock (`namespace_lock(ns).shared()`) and the partition lock
+    (`partition_lock(key)`) around `handle`, `close_partition` and their use of the shard.
+    `run` does all of that for one call.
+    """
+
+    def __init__(self, root: Path, dense_dim: int, max_open: int) -> None:
+        self.root = root
+        self.factory = ShardFactory(dense_dim)
+        self.max_open = max_open
+        self._table: OrderedDict[PartKey, _OpenShard] = OrderedDict()
+        self._table_lock = threading.Lock()
+        self._locks_lock = threading.Lock()
+        self._ns_locks: dict[str, SharedLock] = {}
+        self._part_locks: dict[PartKey, threading.Lock] = {}
+
+    # -- paths and locks ---------------------------------------------------------------------
+
+    def path(self, namespace: str) -> Path:
+        """The namespace's folder (it may not exist)."""
+        return self.root / shard_folder_name(namespace)
+
+    def part_path(self, key: PartKey) -> Path:
+        """A partition's shard folder (it may not exist)."""
+        return self.path(key[0]) / key[1]
+
+    def partitions(self, namespace: str) -> list[str]:
+        """The namespace's partitions on disk, by folder name."""
+        return list_partitions(self.path(namespace))
+
+    def namespace_lock(self, namespace: str) -> SharedLock:
+        """The namespace's lock: shared for partition work, exclusive for a drop."""
+        with self._locks_lock:
+            return self._ns_locks.setdefault(namespace, SharedLock())
+
+    def partition_lock(self, key: PartKey) -> threading.Lock:
+        """The lock serializing every call on one partition."""
+        with self._locks_lock:
+            return self._part_locks.setdefault(key, threading.Lock())
+
+    # -- handles -----------------------------------------------------------------------------
+
+    def handle(self, key: PartKey, create: bool) -> EdgeShard | None:
+        """The partition's open shard, opened (or created) if needed; None if it does not exist.
+
+        The caller holds the partition lock, so nobody else opens or closes this partition.
+        """
+        shard, _ = self._handle(key, create, keep=True)
+        return shard
+
+    def _handle(self, key: PartKey, create: bool, keep: bool) -> tuple[EdgeShard | None, bool]:
+        """`(shard, transient)`: a shard opened without `keep` while the table is full is not
+        entered in the table (it would evict a busier one); the caller closes it after use."""
+        with self._table_lock:
+            handle = self._table.get(key)
+            if handle is not None:
+                self._table.move_to_end(key)
+                return handle.shard, False
+            transient = not keep and len(self._table) >= self.max_open
+        folder = self.part_path(key)
+        try:
+            if has_leftovers(folder):  # a rebuild or drop failed earlier in this process
+                recover_partition(folder)
+        except Exception as exc:
+            raise index_error("open", exc) from None
+        if not create and not is_shard(folder):
+            return None, False
+        try:
+            if create:
+                self._ensure_namespace_folder(key[0])
+            shard = self.factory.open(folder)
+        except Exception as exc:
+            raise index_error("open", exc) from None
+        if transient:
+            return shard, True
+        with self._table_lock:
+            self._table[key] = _OpenShard(shard=shard, lock=self.partition_lock(key))
+            self._evict_beyond_limit()
+        return shard, False
+
+    def _ensure_namespace_folder(self, namespace: str) -> None:
+        folder = self.path(namespace)
+        with self._locks_lock:  # two partitions created at once must not race on the record
+            if not (folder / "namespace.json").is_file():
+                folder.mkdir(mode=0o700, exist_ok=True)
+                write_record(folder, namespace)
+
+    def close_partition(self, key: PartKey) -> None:
+        """Flush and close the partition's shard if open; the caller holds its lock."""
+        with self._table_lock:
+            handle = self._table.pop(key, None)
+        if handle is not None:
+            try:
+                handle.shut()
+            except Exception as exc:  # the engine's message holds a path
+                log.warning("closing an edge shard failed: %s", type(exc).__name__)
+
+    def _evict_beyond_limit(self) -> None:
+        """Close least recently used idle shards; the caller holds the table lock.
+
+        A shard whose partition is busy is skipped (its holder may be waiting for this very
+        lock), so the table can briefly hold more than `max_open`.
+        """
+        excess = len(self._table) - self.max_open
+        for key in list(self._table):
+            if excess <= 0:
+                return
+            handle = self._table[key]
+            if not handle.lock.acquire(blocking=False):
+                continue
+            try:
+                del self._table[key]
+                handle.shut()
+            except Exception as exc:
+                log.warning("closing an evicted edge shard failed: %s", type(exc).__name__)
+            finally:
+                handle.lock.release()
+            excess -= 1
+
+    def run(
+        self,
+        key: PartKey,
+        op: Callable[[EdgeShard], T],
+        *,
+        create: bool,
+        missing: T,
+        action: str,
+        keep: bool = True,
+    ) -> T:
+        """Run `op` on the partition's shard under its locks; `missing` if it does not exist.
+
+        `create` opens a new shard for an unknown partition instead. `action` names the
+        operation in the error raised if the engine fails. Without `keep` (a visit of every
+        partition), a shard opened while the table is full is closed again after `op` instead of
+        evicting another, so a scan of a namespace with many users does not empty the cache.
+        """
+        validate_namespace(key[0])
+        with self.namespace_lock(key[0]).shared(), self.partition_lock(key):
+            shard, transient = self._handle(key, create, keep)
+            if shard is None:
+                return missing
+            try:
+                return guarded(action, lambda: op(shard))
+            finally:
+                if transient:
+                    try:
+                        _OpenShard(shard=shard, lock=self.partition_lock(key)).shut()
+                    except Exception as exc:  # the engine's message holds a path
+                        log.warning("closing an edge shard failed: %s", type(exc).__name__)
+
+    # -- whole namespaces and the table ------------------------------------------------------
+
+    def close_namespace(self, namespace: str) -> None:
+        """Close every open shard of the namespace; the caller holds its lock exclusively."""
+        with self._table_lock:
+            keys = [k for k in self._table if k[0] == namespace]
+        for key in keys:
+            with self.partition_lock(key):
+                self.close_partition(key)
+
+    def open_names(self) -> list[PartKey]:
+        """Partitions whose shard is open now, least recently used first."""
+        with self._table_lock:
+            return list(self._table)
+
+    def flush(self) -> None:
+        """Flush every open shard's pending writes to its segments."""
+        for key in self.open_names():
+            with self.partition_lock(key):
+                with self._table_lock:
+                    handle = self._table.get(key)
+                if handle is not None:
+                    guarded("flush", handle.shard.flush)
+
+    def close(self) -> None:
+        """Flush and close every open shard. Later calls reopen shards lazily."""
+        failures = 0
+        for key in self.open_names():
+            with self.partition_lock(key):
+                with self._table_lock:
+                    handle = self._table.pop(key, None)
+                if handle is None:
+                    continue
+                try:
+                    handle.shut()
+                except Exception as exc:
+                    failures += 1
+                    log.warning("closing an edge shard failed: %s", type(exc).__name__)
+        if failures:
+            raise IndexError_(f"{failures} edge shard(s) failed to close")
+
+
+def guarded(action: str, call: Callable[[], T]) -> T:
+    """Run `call`, turning an engine failure into an `IndexError_` naming `action`."""
+    try:
+        return call()
+    except VaultError:
+        raise
+    except Exception as exc:
+        raise index_error(action, exc) from None

@@ -1,0 +1,288 @@
+"""`EdgeIndex`: the embedded default, a folder per namespace and a qdrant-edge shard per user.
+
+qdrant-edge runs Qdrant's Rust engine inside this process. Each namespace is a folder under
+`root`; inside it each partition (the points of one `user_id`) is its own shard, opened lazily and
+closed again (least recently used first) beyond `max_open`, because every open shard holds threads,
+file handles and its WAL lock. Search is exact: HNSW is never built on the request path, since
+`optimize()` holds the GIL for seconds.
+
+Why a shard per user: qdrant-edge never removes a deleted point from its WAL, and keeps it in the
+segments until a vacuum. Only a deleted folder or a shard written afresh is clean, so erasing a
+user drops that user's folder, and a purge marks the partition dirty for `compact`, which
+rebuilds it (`_edge_rebuild`). It also makes BM25's IDF per user: one user's writes no longer
+move another user's scores.
+
+Folders are named by stable internal ids: `ns-` + 32 hex digits of the SHA-256 of the namespace
+(`shard_folder_name`), and `u-` + 32 hex digits of the SHA-256 of the `user_id` inside it, never
+the raw strings. Each namespace folder records its namespace in `namespace.json`. Older layouts
+(a folder named by the raw namespace; a namespace folder that is one shard) are migrated when an
+`EdgeIndex` opens its root.
+
+Errors name the operation, never the engine's message: it carries filesystem paths.
+
+Thread safety: the API calls us from a thread pool; `_edge_shards` describes the locks. A query
+naming a user touches one partition; one without a user visits every partition of the namespace.
+
+The folder layout lives in `_edge_layout`, the table of open shards in `_edge_shards`, rebuilds and
+recovery in `_edge_rebuild` (under locks in `_edge_maintenance`), reads in `_edge_search` (merged
+over partitions by `_edge_fanout`), type translation in `_edge_convert`; this module holds the
+writes, the erasure calls and the index's lifetime.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from qdrant_edge import (
+    CountRequest,
+    EdgeShard,
+    Filter,
+    Point,
+    UpdateOperation,
+)
+
+if TYPE_CHECKING:
+    from qdrant_edge import PointId
+
+from memvault.errors import InvalidRequest
+from memvault.index._edge_convert import edge_filter, edge_sparse, point_ids
+from memvault.index._edge_layout import (
+    is_dirty,
+    list_namespaces,
+    mark_dirty,
+    migrate_legacy_folders,
+    partition_folder_name,
+    partition_key,
+    shard_folder_name,
+)
+from memvault.index._edge_maintenance import EdgeMaintenance
+from memvault.index._edge_search import EdgeReads
+from memvault.index._edge_shards import PartKey, ShardTable, index_error
+from memvault.index.base import (
+    DENSE,
+    SPARSE,
+    TIMED_OPERATIONS,
+    IndexPoint,
+    PointFilter,
+    canonical_point_id,
+    store_payload,
+    validate_namespace,
+)
+from memvault.observability import timed_methods
+
+__all__ = ["EdgeIndex", "edge_filter", "shard_folder_name"]
+
+
+def _only_user(where: PointFilter) -> bool:
+    """Whether `where` names a user and nothing else (erasing that user drops the partition)."""
+    return where.user_id is not None and where == PointFilter(user_id=where.user_id)
+
+
+@timed_methods("index", TIMED_OPERATIONS)
+class EdgeIndex(EdgeReads):
+    """`VectorIndex` on qdrant-edge: `root/ns-<id>/u-<id>/` is the shard of one user of a namespace.
+
+    `max_open` bounds the partition shards open at once (each costs threads and memory). With
+    `flush_every_write` each write is also flushed to the segments; off by default because the
+    WAL already makes an acknowledged write survive a crash (it is replayed on the next open).
+    One `EdgeIndex` per `root` per process: a shard's WAL lock refuses a second opener.
+
+    A point's partition is its payload's `user_id` (any string, treated as opaque; points
+    without one share `u-default`), and it never changes: `set_payload` refuses `user_id`, and
+    an id upserted again under another `user_id` would live in both partitions.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        dense_dim: int,
+        *,
+        max_open: int = 64,
+        flush_every_write: bool = False,
+    ) -> None:
+        if dense_dim < 1:
+            raise InvalidRequest("dense_dim must be positive")
+        if max_open < 1:
+            raise InvalidRequest("max_open must be at least 1")
+        self.root = Path(root)
+        self.dense_dim = dense_dim
+        self.flush_every_write = flush_every_write
+        self._shards = ShardTable(self.root, dense_dim, max_open)
+        self._upkeep = EdgeMaintenance(self._shards)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+            os.chmod(self.root, 0o700)
+            migrate_legacy_folders(self.root)
+        except OSError as exc:
+            raise index_error("open", exc) from None
+        self._upkeep.open_root()
+
+    @property
+    def max_open(self) -> int:
+        """The most shards open at once; a lower value takes effect at the next shard open."""
+        return self._shards.max_open
+
+    @max_open.setter
+    def max_open(self, value: int) -> None:
+        self._shards.max_open = value
+
+    def shard_path(self, namespace: str) -> Path:
+        """The namespace's folder (it may not exist): for operations and tests."""
+        return self._shards.path(namespace)
+
+    def partition_path(self, namespace: str, user_id: str | None) -> Path:
+        """The shard folder of `user_id`'s partition in `namespace` (it may not exist)."""
+        return self._shards.path(namespace) / partition_folder_name(user_id)
+
+    # -- VectorIndex -------------------------------------------------------------------------
+
+    def _point(self, point: IndexPoint) -> Point:
+        vectors: dict[str, Any] = {DENSE: self._dense(point.dense)}
+        if point.sparse is not None:
+            vectors[SPARSE] = edge_sparse(point.sparse)
+        return Point(
+            id=canonical_point_id(point.id), vector=vectors, payload=store_payload(point.payload)
+        )
+
+    def upsert(self, namespace: str, points: Sequence[IndexPoint]) -> None:
+        """Insert or replace points, each in its user's partition (created on first use).
+
+        Replacing a point leaves its old vectors in the shard's files, so the partition is then
+        marked dirty for `compact`, like a delete.
+        """
+        validate_namespace(namespace)
+        groups: dict[str, list[Point]] = {}
+        for p in points:
+            groups.setdefault(partition_folder_name(partition_key(p.payload)), []).append(
+                self._point(p)
+            )
+        for part, edge_points in groups.items():
+            key = (namespace, part)
+
+            def op(
+                shard: EdgeShard, key: PartKey = key, edge_points: list[Point] = edge_points
+            ) -> None:
+                ids: list[PointId] = [str(p.id) for p in edge_points]
+                if shard.retrieve(ids, False, False):
+                    mark_dirty(self._shards.part_path(key))
+                shard.update(UpdateOperation.upsert_points(edge_points))
+                if self.flush_every_write:
+                    shard.flush()
+
+            self._shards.run(key, op, create=True, missing=None, action="upsert")
+
+    def set_payload(self, namespace: str, ids: Sequence[str], payload: dict[str, Any]) -> None:
+        """Merge `payload` into each existing point's payload; unknown ids are skipped.
+
+        `user_id` is the partition key and cannot be changed here (`InvalidRequest`).
+        """
+        if "user_id" in payload:
+            raise InvalidRequest("user_id is a point's partition key and cannot be updated")
+        wanted = point_ids(ids)
+        if not wanted:
+            validate_namespace(namespace)
+            return
+        values = store_payload(payload)
+
+        def op(shard: EdgeShard, key: PartKey) -> None:
+            # The engine rejects the whole call if one id is missing, so keep the existing ones.
+            existing: list[PointId] = [str(r.id) for r in shard.retrieve(wanted, False, False)]
+            if existing:
+                shard.update(UpdateOperation.set_payload(existing, values))
+
+        self._each(namespace, None, op, "payload update")
+
+    def delete(self, namespace: str, ids: Sequence[str]) -> None:
+        """Delete points by id; unknown ids and namespaces are ignored.
+
+        The delete is logical: each partition that held one of the points is first marked dirty
+        (fsynced), so `compact` rebuilds it even after a crash.
+        """
+        wanted = point_ids(ids)
+        if not wanted:
+            validate_namespace(namespace)
+            return
+
+        def op(shard: EdgeShard, key: PartKey) -> None:
+            existing: list[PointId] = [str(r.id) for r in shard.retrieve(wanted, False, False)]
+            if existing:
+                mark_dirty(self._shards.part_path(key))
+                shard.update(UpdateOperation.delete_points(existing))
+
+        self._each(namespace, None, op, "delete")
+
+    def delete_where(self, namespace: str, where: PointFilter) -> None:
+        """Delete every point matching `where` (all points for an empty filter).
+
+        With only `user_id` (erasing a user), or an empty filter, the partitions are closed and
+        their folders deleted: physically gone at once. With `user_id` and more conditions, the
+        matches are deleted and the partition rebuilt at once. Without `user_id`, matches are
+        deleted in every partition, which is marked dirty for `compact`.
+        """
+        validate_namespace(namespace)
+        if _only_user(where) or where == PointFilter():
+            for key in self._keys(namespace, where):
+                self._upkeep.drop_partition(key)
+            return
+        flt = edge_filter(where)
+        rebuild_now = where.user_id is not None
+
+        def op(shard: EdgeShard, key: PartKey) -> bool:
+            if not shard.count(CountRequest(exact=True, filter=flt)):
+                return False
+            mark_dirty(self._shards.part_path(key))
+            shard.update(UpdateOperation.delete_points_by_filter(flt or Filter()))
+            return True
+
+        if not rebuild_now:
+            self._each(namespace, where, op, "delete")
+            return
+        self._upkeep.delete_then_rebuild(self._keys(namespace, where)[0], op)
+
+    def drop_namespace(self, namespace: str) -> None:
+        """Close the namespace's shards and delete its folder. Unknown namespaces are ignored."""
+        self._upkeep.drop_namespace(namespace)
+
+    def compact(self, namespace: str) -> int:
+        """Rebuild every dirty partition of `namespace`; return how many were rebuilt.
+
+        A rebuilt partition holds only its live points: deleted and replaced ones are gone
+        from its WAL, segments and payload storage.
+        """
+        validate_namespace(namespace)
+        rebuilt = 0
+        for key in self._keys(namespace):
+            if is_dirty(self._shards.part_path(key)) and self._upkeep.rebuild(key, dirty_only=True):
+                rebuilt += 1
+        return rebuilt
+
+    def compact_all(self) -> int:
+        """`compact` every namespace; return how many partitions were rebuilt."""
+        return sum(self.compact(ns) for ns in self.namespaces())
+
+    def dirty_partitions(self, namespace: str) -> int:
+        """How many partitions of `namespace` wait for `compact` (for operations and tests)."""
+        return sum(is_dirty(self._shards.part_path(key)) for key in self._keys(namespace))
+
+    def namespaces(self) -> list[str]:
+        """Namespaces with a folder under `root`, open or not, read from their records."""
+        return list_namespaces(self.root)
+
+    def open_namespaces(self) -> list[str]:
+        """Namespaces with an open partition, least recently used first (for ops and tests)."""
+        return list(dict.fromkeys(ns for ns, _ in reversed(self._shards.open_names())))[::-1]
+
+    def open_partitions(self) -> list[tuple[str, str]]:
+        """Open `(namespace, partition folder)` pairs, least recently used first."""
+        return self._shards.open_names()
+
+    def flush(self) -> None:
+        """Flush every open shard's pending writes to its segments."""
+        self._shards.flush()
+
+    def close(self) -> None:
+        """Flush and close every open shard. Later calls reopen shards lazily."""
+        self._shards.close()

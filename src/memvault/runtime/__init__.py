@@ -1,0 +1,2 @@
+"""The composition root: opens the vault, its infrastructure, the eraser and background
+maintenance from `Settings` (`memvault.runtime.factory.open_services`)."""
