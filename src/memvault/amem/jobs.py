@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import Table, bindparam, delete, exists, insert, literal, select, update
 
@@ -26,8 +26,17 @@ from memvault.store.driver_sql import DriverStatement
 from memvault.store.models import AmemJobRow, NoteRow
 
 if TYPE_CHECKING:
-    from memvault.amem.service import Amem
     from memvault.vault.notes import Note
+    from memvault.vault.service import ScopedVault, Vault
+
+
+class Enriches(Protocol):
+    """What the queue needs of A-MEM (`memvault.amem.service.Amem`): its vault, and `enrich`."""
+
+    vault: Vault
+
+    def enrich(self, view: ScopedVault, note: Note) -> Any: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +96,7 @@ _CLAIM_JOB = DriverStatement(
 class AmemJobs:
     """Enqueue, run and retry enrichment jobs of one deployment."""
 
-    def __init__(self, amem: Amem, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, amem: Enriches, clock: Callable[[], float] = time.time) -> None:
         self._amem = amem
         self._parts = amem.vault.parts
         self._clock = clock

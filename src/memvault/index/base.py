@@ -15,18 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from memvault.errors import InvalidRequest
+from memvault.text.vectors import RRF_K, SparseVector
 
 DENSE = "dense"
 SPARSE = "bm25"
-RRF_K = 60
-
-
-@dataclass(frozen=True, slots=True)
-class SparseVector:
-    """A sparse vector: token ids (keyed hashes, uint32) and their weights."""
-
-    indices: tuple[int, ...]
-    values: tuple[float, ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,15 +14,16 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from memvault.tenancy.principals import Principal
+from typing import Generic, TypeVar
 
 DEFAULT_SIZE = 4096
 
+Principal = TypeVar("Principal")
+"""What a verified key stands for (`memvault.tenancy.principals.Principal`); generic, so the cache
+needs nothing of the module that fills it."""
 
-class VerifiedKeys:
+
+class VerifiedKeys(Generic[Principal]):
     """A bounded, time-limited map (tenant, key id) -> (secret digest, principal)."""
 
     def __init__(

@@ -114,7 +114,7 @@ class ApiKeys:
         self._db = db
         self._clock = clock
         self._peppers = peppers
-        self.verified = VerifiedKeys(cache_seconds)
+        self.verified: VerifiedKeys[Principal] = VerifiedKeys(cache_seconds)
 
     def issue(self, tenant: str, user: str, agent: str, role: str) -> IssuedKey:
         """Create a key for (tenant, user, agent) with `role`."""

@@ -11,7 +11,7 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from memvault.text.dates import Resolver, Rule, TimeRange
+    from memvault.text._calendar import Resolver, Rule, TimeRange
 
 __all__ = ["ZH_RULES", "zh_number"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
-from memvault.index.base import SparseVector
 from memvault.text.tokenizer import tokenize
+from memvault.text.vectors import SparseVector
 
 BM25_K1 = 0.9
 BM25_B = 0.4

@@ -14,9 +14,9 @@ such job is run again alone, so a bad job fails only its own caller.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
@@ -24,18 +24,35 @@ from sqlalchemy.orm import Session
 from memvault.batcher import Batcher, Runner
 from memvault.observability import count_group_commit
 from memvault.store.driver_sql import DriverConnection
+from memvault.store.models import NoteRow
 from memvault.vault.drafts import INSERT_NOTE, row_params
 from memvault.vault.points import build_points, embed_items
 from memvault.vault.sessions import IndexContext
 
 if TYPE_CHECKING:
-    from memvault.vault.service import Vault
-    from memvault.vault.writes import Prepared
+    from memvault.vault.parts import VaultCore
 
-__all__ = ["GroupCommitter", "StoreJob", "store_batch"]
+__all__ = ["GroupCommitter", "Prepared", "StoreJob", "store_batch"]
 
 DEFAULT_WINDOW_MS = 1.0
 DEFAULT_MAX_BATCH = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A validated, screened and sealed draft: its row (not stored yet) and plaintext to index."""
+
+    row: NoteRow
+    text: str
+    topics: tuple[str, ...]
+    tokens: tuple[str, ...] = ()
+    attrs: Mapping[str, Any] = field(default_factory=dict)
+    """The attributes sealed in the row (the stored note is built from them, not decrypted)."""
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        """A-MEM's keywords and context: indexed with the note, never part of its content."""
+        return {k: self.attrs[k] for k in ("keywords", "context") if k in self.attrs}
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +95,7 @@ class _Failed:
         self.error = error
 
 
-def store_batch(vault: Vault, jobs: Sequence[StoreJob]) -> list[set[int] | BaseException]:
+def store_batch(vault: VaultCore, jobs: Sequence[StoreJob]) -> list[set[int] | BaseException]:
     """Index and commit jobs together; per job, the positions a live twin refused, or an error.
 
     A job whose share failed before its commit runs again alone; only a job that fails alone
@@ -99,7 +116,7 @@ def store_batch(vault: Vault, jobs: Sequence[StoreJob]) -> list[set[int] | BaseE
     return results
 
 
-def _together(vault: Vault, jobs: Sequence[StoreJob]) -> list[Any]:
+def _together(vault: VaultCore, jobs: Sequence[StoreJob]) -> list[Any]:
     """Embed once, upsert once per namespace, then one transaction per tenant (see module)."""
     parts = vault.parts
     flat = [
@@ -150,7 +167,7 @@ def _together(vault: Vault, jobs: Sequence[StoreJob]) -> list[Any]:
 
 
 def _commit(
-    vault: Vault, tenant: str, namespace: str, jobs: Sequence[StoreJob], now: float
+    vault: VaultCore, tenant: str, namespace: str, jobs: Sequence[StoreJob], now: float
 ) -> list[set[int]]:
     """ONE transaction for a tenant's jobs: insert unless a live twin exists, count, link.
 

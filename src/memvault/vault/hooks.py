@@ -8,13 +8,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from memvault.scope import Scope
 from memvault.vault.notes import Note
-
-if TYPE_CHECKING:
-    from memvault.vault.service import ScopedVault
 
 
 class NoteHooks(Protocol):
@@ -23,5 +20,8 @@ class NoteHooks(Protocol):
     def construct(self, scope: Scope, text: str, note_type: str) -> dict[str, Any]:
         """Sealed attributes of a new note, from its screened text (may be empty)."""
 
-    def after_add(self, view: ScopedVault, notes: Sequence[Note], new_ids: set[str]) -> list[Note]:
-        """Run after an add is durable; returns the notes (possibly annotated), in order."""
+    def after_add(self, view: Any, notes: Sequence[Note], new_ids: set[str]) -> list[Note]:
+        """Run after an add is durable; returns the notes (possibly annotated), in order.
+
+        `view` is the `memvault.vault.service.ScopedVault` that wrote (typed loosely so this
+        protocol, beneath the service, never imports it)."""

@@ -26,13 +26,13 @@ from memvault.vault.session_index import SessionIndexer
 from memvault.vault.sessions import INDEX_VERSION
 
 if TYPE_CHECKING:
-    from memvault.vault.service import ScopedVault
+    from memvault.vault.scoped_reads import ScopedReads
 
 
 class NoteUpdater:
     """Updates notes as one scoped view."""
 
-    def __init__(self, view: ScopedVault) -> None:
+    def __init__(self, view: ScopedReads) -> None:
         self._view = view
         self._vault = view.vault
         self._parts = view.vault.parts

@@ -34,7 +34,7 @@ from memvault.vault.fields import MAX_LIST_LIMIT, MAX_OFFSET
 from memvault.vault.notes import Note
 
 if TYPE_CHECKING:
-    from memvault.vault.service import ScopedVault
+    from memvault.vault.scoped_reads import ScopedReads
 
 MAX_CURSOR_CHARS = 128
 """Longer than any cursor this module writes (56 characters); the API bounds the parameter."""
@@ -56,20 +56,20 @@ class NotePage:
     next_cursor: str | None
 
 
-def _mac(view: ScopedVault, position: bytes) -> bytes:
+def _mac(view: ScopedReads, position: bytes) -> bytes:
     key = view._parts.keyring.index_key(view.scope.tenant)
     label = f"memvault.list-cursor|{view.scope.user}|{view.scope.agent}|{position.hex()}"
     return bytes.fromhex(key.tag(label))[:_MAC_BYTES]
 
 
-def encode_cursor(view: ScopedVault, created_at: float, note_id: str) -> str:
+def encode_cursor(view: ScopedReads, created_at: float, note_id: str) -> str:
     """The cursor that positions a list of `view` just after the note (`created_at`, `note_id`)."""
     position = _POSITION.pack(created_at, uuid.UUID(note_id).bytes)
     raw = _VERSION + position + _mac(view, position)
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
 
-def decode_cursor(view: ScopedVault, cursor: str) -> tuple[float, str]:
+def decode_cursor(view: ScopedReads, cursor: str) -> tuple[float, str]:
     """The (created_at, note id) a cursor of `view` names; `InvalidRequest` for anything else
     (malformed, edited, or made for another scope)."""
     if not isinstance(cursor, str) or not cursor or len(cursor) > MAX_CURSOR_CHARS:
@@ -90,7 +90,7 @@ def decode_cursor(view: ScopedVault, cursor: str) -> tuple[float, str]:
 
 
 def list_page(
-    view: ScopedVault, *, limit: int = 50, offset: int = 0, cursor: str | None = None
+    view: ScopedReads, *, limit: int = 50, offset: int = 0, cursor: str | None = None
 ) -> NotePage:
     """A page of `view`'s readable live notes, newest first: after `cursor` (keyset, stable
     under writes) or at `offset` (unstable under writes); never both."""

@@ -19,7 +19,7 @@ from memvault.vault.drafts import agent_tag, topic_tag, user_tag
 from memvault.vault.sessions import NO_CONTEXT, IndexContext, event_time
 
 if TYPE_CHECKING:
-    from memvault.vault.service import VaultParts
+    from memvault.vault.parts import VaultParts
 
 
 def build_points(

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from memvault.vault.ranking import Scored, mostly_han
 
 if TYPE_CHECKING:
-    from memvault.vault.service import ScopedVault
+    from memvault.vault.scoped_reads import ScopedReads
 
 FLAGS_KEY = "shape"
 """The key of the shape flags inside a note's sealed attributes."""
@@ -214,7 +214,7 @@ class PoolReranker:
 
     __slots__ = ("_query", "_view", "_weights", "shapes")
 
-    def __init__(self, view: ScopedVault, query: str, weights: Rerank) -> None:
+    def __init__(self, view: ScopedReads, query: str, weights: Rerank) -> None:
         self._view = view
         self._query = query
         self._weights = weights
@@ -238,7 +238,7 @@ class PoolReranker:
         }
 
 
-def pool_reranker(view: ScopedVault, query: str, model_id: str) -> PoolReranker | None:
+def pool_reranker(view: ScopedReads, query: str, model_id: str) -> PoolReranker | None:
     """The re-ranking stage for a search of `query` in `view`, or None when it is off."""
     weights = rerank_for(model_id)
     weights = weights.for_query(query) if weights is not None else None

@@ -26,7 +26,7 @@ from memvault.vault.relations import Timeline, apply_timeline
 from memvault.vault.rerank import pool_reranker
 
 if TYPE_CHECKING:
-    from memvault.vault.service import ScopedVault
+    from memvault.vault.scoped_reads import ScopedReads
 
 SearchMode = Literal["dense", "sparse", "hybrid", "full"]
 SEARCH_MODES: tuple[SearchMode, ...] = ("dense", "sparse", "hybrid", "full")
@@ -79,7 +79,7 @@ def graph_gate(model_id: str) -> float:
 class HybridRetriever:
     """Runs one search for a scoped view. Every store query carries the view's scope filter."""
 
-    def __init__(self, view: ScopedVault) -> None:
+    def __init__(self, view: ScopedReads) -> None:
         self._view = view
         self._parts = view.vault.parts
         self._as_of: float | None = None
@@ -295,7 +295,7 @@ class _RowsAhead:
 
     __slots__ = ("_asked", "_found", "_view")
 
-    def __init__(self, view: ScopedVault) -> None:
+    def __init__(self, view: ScopedReads) -> None:
         self._view = view
         self._asked: set[str] = set()
         self._found: dict[str, NoteRecord] = {}

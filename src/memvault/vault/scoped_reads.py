@@ -34,13 +34,13 @@ from memvault.vault.notes import Note, SearchHit
 from memvault.vault.screen_gate import Pseudonym, keyed_pseudonym
 
 if TYPE_CHECKING:
-    from memvault.vault.service import Vault, VaultParts
+    from memvault.vault.parts import VaultCore, VaultParts
 
 
 class ScopedReads:
     """The read side of a scoped view (mixed into `ScopedVault`, which sets the attributes)."""
 
-    vault: Vault
+    vault: VaultCore
     scope: Scope
     readable: ReadableBy
     namespace: str

@@ -12,24 +12,17 @@ crash between the steps leaves.
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memvault.batcher import InFlight
-from memvault.embed.cache import CachedEmbedder
 from memvault.errors import InvalidRequest
-from memvault.index.base import IndexPoint, VectorIndex
-from memvault.keyring import Keyring
+from memvault.index.base import IndexPoint
 from memvault.scope import Scope
 from memvault.store.codec import NoteCodec
-from memvault.store.corpus import CorpusStats
-from memvault.store.database import Database
 from memvault.store.models import NoteRow
 from memvault.store.records import NoteFields
-from memvault.store.retrieval_log import RetrievalLog
 from memvault.store.scoping import (
     ReadableBy,
     parse_member_list,
@@ -51,14 +44,12 @@ from memvault.vault.fields import (
     check_topics,
 )
 from memvault.vault.group_commit import DEFAULT_WINDOW_MS, GroupCommitter, store_batch
-from memvault.vault.guard import ScopeGuard
-from memvault.vault.hooks import NoteHooks
 from memvault.vault.note_update import NoteUpdater
 from memvault.vault.notes import Note, SearchHit, Visibility
 from memvault.vault.paging import NotePage, list_page
+from memvault.vault.parts import FaultHook, VaultParts
 from memvault.vault.relations import annotate_notes, drop_typed_relations
 from memvault.vault.scoped_reads import ScopedReads
-from memvault.vault.screen_gate import ScreenGate
 from memvault.vault.sessions import IndexContext
 
 if TYPE_CHECKING:
@@ -78,31 +69,9 @@ __all__ = [
 
 NOTE_LOCK_STRIPES = 64
 
-FaultHook = Callable[[str], None]
-
 
 def _no_fault(_step: str) -> None:
     return None
-
-
-@dataclass
-class VaultParts:
-    """Everything a vault is built from (constructor injection; fakes only in tests)."""
-
-    db: Database
-    keyring: Keyring
-    index: VectorIndex
-    embedder: CachedEmbedder
-    gate: ScreenGate
-    retrievals: RetrievalLog
-    clock: Callable[[], float] = time.time
-    guard: ScopeGuard = field(default_factory=ScopeGuard)
-    hooks: NoteHooks | None = None
-    """What a layer above the vault (A-MEM) adds to writes; None: plain notes."""
-    corpus: CorpusStats = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.corpus = CorpusStats(self.db)
 
 
 class Vault:
@@ -251,6 +220,8 @@ class ScopedVault(ScopedReads):
     The scope checks shared by its reads and writes (`point_filter`, `hydrate`, `check_hits`,
     `live_rows`, `readable_row`, ...) come from `ScopedReads` (`vault/scoped_reads.py`).
     """
+
+    vault: Vault  # the whole service here; its helpers see only `VaultCore`
 
     def __init__(self, vault: Vault, scope: Scope) -> None:
         self._parts = vault.parts

@@ -29,7 +29,7 @@ from memvault.vault.sessions import (
 )
 
 if TYPE_CHECKING:
-    from memvault.vault.service import Vault
+    from memvault.vault.parts import VaultCore
 
 SEQUENCE = "sequence"
 """The link kind from a note to its predecessor in a session."""
@@ -47,7 +47,7 @@ class NewNote:
 class SessionIndexer:
     """Builds index contexts for one vault (reads predecessors from the decrypted view)."""
 
-    def __init__(self, vault: Vault) -> None:
+    def __init__(self, vault: VaultCore) -> None:
         self._vault = vault
         self._parts = vault.parts
 

@@ -20,8 +20,7 @@ Everything a client supplies is validated and screened before the first byte is 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from memvault.batcher import Arrival
@@ -48,7 +47,7 @@ from memvault.vault.fields import (
     check_topics,
     check_ttl,
 )
-from memvault.vault.group_commit import StoreJob
+from memvault.vault.group_commit import Prepared, StoreJob
 from memvault.vault.links import delete_links_of
 from memvault.vault.notes import Note
 from memvault.vault.rerank import note_flags
@@ -61,32 +60,15 @@ from memvault.vault.sessions import (
 )
 
 if TYPE_CHECKING:
-    from memvault.vault.service import ScopedVault
+    from memvault.vault.scoped_reads import ScopedReads
 
 __all__ = ["STAGED_FIELDS", "NoteWriter", "Prepared", "staged_view", "swap_in_next"]
-
-
-@dataclass(frozen=True, slots=True)
-class Prepared:
-    """A validated, screened and sealed draft: its row (not stored yet) and plaintext to index."""
-
-    row: NoteRow
-    text: str
-    topics: tuple[str, ...]
-    tokens: tuple[str, ...] = ()
-    attrs: Mapping[str, Any] = field(default_factory=dict)
-    """The attributes sealed in the row (the stored note is built from them, not decrypted)."""
-
-    @property
-    def extra(self) -> dict[str, Any]:
-        """A-MEM's keywords and context: indexed with the note, never part of its content."""
-        return {k: self.attrs[k] for k in ("keywords", "context") if k in self.attrs}
 
 
 class NoteWriter:
     """Adds, updates, deletes and links notes as one scoped view."""
 
-    def __init__(self, view: ScopedVault) -> None:
+    def __init__(self, view: ScopedReads) -> None:
         self._view = view
         self._vault = view.vault
         self._parts = view.vault.parts
