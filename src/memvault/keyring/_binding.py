@@ -4,7 +4,7 @@ A worker started without `MEMVAULT_KEYSTORE_URL` used to open a fresh keystore b
 database, mint new tenant and index keys for tenants the database already had, and fork the key
 hierarchy (its writes unreadable everywhere else, and the reverse). On first use the keystore
 stores the database's id (`keyring_identity`: `database_id`) and its own (`keystore_id`); the
-database stores the keystore's (`deployment_identity`, see `vault/store/identity.py`).
+database stores the keystore's (`deployment_identity`, see `store/identity.py`).
 """
 
 from __future__ import annotations

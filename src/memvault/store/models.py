@@ -284,7 +284,7 @@ class TenantDeletionRow(Base):
 
 
 class DeploymentIdentityRow(Base):
-    """The database's id and its bound keystore's id (`vault/deployment.py`); no tenant data."""
+    """The database's id and its bound keystore's id (`tenancy/deployment.py`); no tenant data."""
 
     __tablename__ = "deployment_identity"
 
