@@ -362,12 +362,14 @@ def receipt_keys() -> Call[list[dict[str, Any]]]:
     return call("GET", "/v1/receipt-keys", _receipt_keys)
 
 
-def audit_export_path(since_seq: int) -> tuple[str, dict[str, int]]:
-    return "/v1/admin/audit/export", {"since_seq": since_seq}
+def audit_export(since_seq: int) -> Call[str]:
+    """The export's JSON lines as text (`audit_from_lines` reads and checks them)."""
+    return call("GET", "/v1/admin/audit/export", _text, params={"since_seq": since_seq})
 
 
-def dsar_export_path(user_id: str) -> tuple[str, dict[str, str]]:
-    return "/v1/admin/export", {"user_id": user_id}
+def dsar_export(user_id: str) -> Call[None]:
+    """Streamed: the client reads its lines (`DsarCheck`), never the parser."""
+    return call("GET", "/v1/admin/export", _none, params={"user_id": user_id})
 
 
 # --- operator calls -----------------------------------------------------------------------
