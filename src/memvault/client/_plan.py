@@ -18,11 +18,11 @@ import re
 from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Iterator
 from dataclasses import dataclass
 from types import MethodType
-from typing import Any, ClassVar, Concatenate, Generic, ParamSpec, TypeAlias, TypeVar, overload
+from typing import Any, ClassVar, Generic, ParamSpec, TypeAlias, TypeVar, overload
 
 import httpx
 
-from memvault.client._calls import Call, raise_for_error
+from memvault.client._calls import Call, default_headers, raise_for_error, resolve
 from memvault.client._retry import RetryPolicy
 from memvault.client.errors import TransportError
 
@@ -145,10 +145,39 @@ def response(call: Call[Any]) -> Flow[httpx.Response]:
     return result
 
 
-class SyncTransport:
+TransportT = TypeVar("TransportT", httpx.BaseTransport, httpx.AsyncBaseTransport)
+
+
+class Connection(Generic[TransportT]):
+    """A client's base URL, retry policy and httpx connection pool (`HTTP`'s)."""
+
+    HTTP: ClassVar[Callable[..., Any]]
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        timeout: float = 30.0,
+        retries: int = 3,
+        backoff: float = 0.2,
+        transport: TransportT | None = None,
+    ) -> None:
+        self.base_url, api_key = resolve(base_url, api_key)
+        self._policy = RetryPolicy(retries, backoff)
+        self._http = self.HTTP(
+            base_url=self.base_url,
+            headers=default_headers(api_key),
+            timeout=timeout,
+            transport=transport,
+        )
+
+
+class SyncTransport(Connection[httpx.BaseTransport]):
     """What a blocking client provides: run a plan's steps one by one."""
 
     IS_ASYNC: ClassVar[bool] = False
+    HTTP = httpx.Client
 
     def _drive(self, flow: Generator[Any, Any, T]) -> T:
         raise NotImplementedError
@@ -157,10 +186,11 @@ class SyncTransport:
         raise NotImplementedError
 
 
-class AsyncTransport:
+class AsyncTransport(Connection[httpx.AsyncBaseTransport]):
     """What an asyncio client provides: await a plan's steps one by one."""
 
     IS_ASYNC: ClassVar[bool] = True
+    HTTP = httpx.AsyncClient
 
     async def _drive(self, flow: Generator[Any, Any, T]) -> T:
         raise NotImplementedError
@@ -177,11 +207,11 @@ class _Method(Generic[P, T]):
 
     iterates: ClassVar[bool] = False
 
-    def __init__(self, build: Callable[Concatenate[Any, P], Any]) -> None:
+    def __init__(self, build: Callable[P, Any]) -> None:
         self._build = build
         self._made: dict[bool, Callable[..., Any]] = {}
         self.__doc__ = build.__doc__
-        self.__name__ = build.__name__
+        self.__name__ = build.__name__  # until `__set_name__` gives the method's own
 
     def _make(self, owner: type) -> Callable[..., Any]:
         is_async = bool(getattr(owner, "IS_ASYNC", False))
@@ -190,25 +220,27 @@ class _Method(Generic[P, T]):
             made = self._made[is_async] = self._function(is_async)
         return made
 
-    def _steps(self, this: Any, args: Any, kwargs: Any) -> Generator[Any, Any, Any]:
-        plan = self._build(this, *args, **kwargs)
+    def _steps(self, args: Any, kwargs: Any) -> Generator[Any, Any, Any]:
+        plan = self._build(*args, **kwargs)
         return single(plan) if isinstance(plan, Call) else plan
 
     def _function(self, is_async: bool) -> Callable[..., Any]:
         steps = self._steps
 
         def iterating(this: Any, /, *args: Any, **kwargs: Any) -> Any:
-            return this._iterate(steps(this, args, kwargs))
+            return this._iterate(steps(args, kwargs))
 
         async def awaited(this: Any, /, *args: Any, **kwargs: Any) -> Any:
-            return await this._drive(steps(this, args, kwargs))
+            return await this._drive(steps(args, kwargs))
 
         def blocking(this: Any, /, *args: Any, **kwargs: Any) -> Any:
-            return this._drive(steps(this, args, kwargs))
+            return this._drive(steps(args, kwargs))
 
         method: Any = iterating if self.iterates else awaited if is_async else blocking
-        for name in ("__module__", "__name__", "__qualname__", "__doc__"):
-            setattr(method, name, getattr(self._build, name))
+        method.__module__ = self._build.__module__
+        method.__name__ = self.__name__
+        method.__qualname__ = f"Methods.{self.__name__}"
+        method.__doc__ = self._build.__doc__
         method.__signature__ = self._signature(is_async)
         return method
 
@@ -218,7 +250,9 @@ class _Method(Generic[P, T]):
         result = match.group(1) if match else signature.return_annotation
         if self.iterates:
             result = f"{'AsyncIterator' if is_async else 'Iterator'}[{result}]"
-        return signature.replace(return_annotation=result)
+        this = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        parameters = [this, *signature.parameters.values()]
+        return signature.replace(parameters=parameters, return_annotation=result)
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.__name__ = name
@@ -244,12 +278,12 @@ class endpoint(_Method[P, T]):
         return super().__get__(instance, owner)
 
 
-def call(build: Callable[Concatenate[Any, P], Call[T]]) -> endpoint[P, T]:
+def call(build: Callable[P, Call[T]]) -> endpoint[P, T]:
     """Decorate a method that is one call (`Call[T]`)."""
     return endpoint(build)
 
 
-def flow(build: Callable[Concatenate[Any, P], Flow[T]]) -> endpoint[P, T]:
+def flow(build: Callable[P, Flow[T]]) -> endpoint[P, T]:
     """Decorate a method that is a flow of calls and sleeps (`Flow[T]`)."""
     return endpoint(build)
 
@@ -259,7 +293,7 @@ class items(_Method[P, T]):
 
     iterates = True
 
-    def __init__(self, build: Callable[Concatenate[Any, P], Items[T]]) -> None:
+    def __init__(self, build: Callable[P, Items[T]]) -> None:
         super().__init__(build)
 
     @overload

@@ -12,7 +12,6 @@ import httpx
 from memvault.client import _calls
 from memvault.client._methods import Methods
 from memvault.client._plan import AsyncTransport, Emit, Plan, Send, Sleep, StreamLines, response
-from memvault.client._retry import RetryPolicy
 
 T = TypeVar("T")
 
@@ -26,24 +25,7 @@ class AsyncClient(Methods, AsyncTransport):
     of `memvault.client.MemvaultError`. Use it as an async context manager, or await `aclose()`.
     """
 
-    def __init__(
-        self,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        *,
-        timeout: float = 30.0,
-        retries: int = 3,
-        backoff: float = 0.2,
-        transport: httpx.AsyncBaseTransport | None = None,
-    ) -> None:
-        self.base_url, api_key = _calls.resolve(base_url, api_key)
-        self._policy = RetryPolicy(retries, backoff)
-        self._http = httpx.AsyncClient(
-            base_url=self.base_url,
-            headers=_calls.default_headers(api_key),
-            timeout=timeout,
-            transport=transport,
-        )
+    _http: httpx.AsyncClient
 
     async def __aenter__(self) -> AsyncClient:
         return self

@@ -12,7 +12,6 @@ import httpx
 from memvault.client import _calls
 from memvault.client._methods import Methods
 from memvault.client._plan import Emit, Plan, Send, Sleep, StreamLines, SyncTransport, response
-from memvault.client._retry import RetryPolicy
 
 T = TypeVar("T")
 
@@ -26,24 +25,7 @@ class Client(Methods, SyncTransport):
     of `memvault.client.MemvaultError`. Use it as a context manager, or call `close()`.
     """
 
-    def __init__(
-        self,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        *,
-        timeout: float = 30.0,
-        retries: int = 3,
-        backoff: float = 0.2,
-        transport: httpx.BaseTransport | None = None,
-    ) -> None:
-        self.base_url, api_key = _calls.resolve(base_url, api_key)
-        self._policy = RetryPolicy(retries, backoff)
-        self._http = httpx.Client(
-            base_url=self.base_url,
-            headers=_calls.default_headers(api_key),
-            timeout=timeout,
-            transport=transport,
-        )
+    _http: httpx.Client
 
     def __enter__(self) -> Client:
         return self
