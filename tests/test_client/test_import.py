@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from click.testing import Result
 from typer.testing import CliRunner
 
 from memvault.cli import app
@@ -26,6 +27,16 @@ def run_import(tenant: Tenant, *args: str, **env: str) -> tuple[dict[str, Any], 
     )
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout), result.output
+
+
+def import_mem0(path: Path, *args: str, env: dict[str, str]) -> Result:
+    """`memvault import --from mem0 PATH ARGS --no-progress` (human report), with no key in the
+    environment."""
+    return CliRunner().invoke(
+        app,
+        ["import", "--from", "mem0", str(path), *args, "--no-progress"],
+        env={"MEMVAULT_API_KEY": "", **env},
+    )
 
 
 def expected_scopes() -> dict[str, set[str]]:
@@ -175,18 +186,8 @@ def test_bad_records_never_stop_an_import_and_a_rerun_is_idempotent(
 ) -> None:
     path, bad = _bad_records_file(tmp_path)
     for run in ("first", "rerun"):
-        result = CliRunner().invoke(
-            app,
-            [
-                "import",
-                "--from",
-                "mem0",
-                str(path),
-                "--admin-key",
-                tenant.admin_key,
-                "--no-progress",
-            ],
-            env={"MEMVAULT_URL": tenant.base_url, "MEMVAULT_API_KEY": ""},
+        result = import_mem0(
+            path, "--admin-key", tenant.admin_key, env={"MEMVAULT_URL": tenant.base_url}
         )
         assert result.exit_code == 0, result.output
         first_line = result.output.splitlines()[0]
@@ -215,20 +216,8 @@ def test_bad_records_never_stop_an_import_and_a_rerun_is_idempotent(
 
 def test_an_import_that_stops_early_still_prints_its_report(tmp_path: Path) -> None:
     path, _ = _bad_records_file(tmp_path)
-    result = CliRunner().invoke(
-        app,
-        [
-            "import",
-            "--from",
-            "mem0",
-            str(path),
-            "--api-key",
-            "mvk_x.0123456789abcdef.s",
-            "--no-progress",
-            "--url",
-            "http://127.0.0.1:9",
-        ],  # nothing listens on port 9
-        env={"MEMVAULT_API_KEY": ""},
+    result = import_mem0(  # nothing listens on port 9
+        path, "--api-key", "mvk_x.0123456789abcdef.s", "--url", "http://127.0.0.1:9", env={}
     )
     assert result.exit_code == 1
     assert result.stdout.startswith("7 records: 0 added")

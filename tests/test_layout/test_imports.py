@@ -51,6 +51,8 @@ LAYERS: dict[str, int] = {
     "console": 5,
     "cli": 5,
     "demo": 5,
+    # 6: the console script, which loads the CLI only when the server extra is installed
+    "_entry": 6,
 }
 # Fakes shipped with the package: test support, may import anything.
 UNCONSTRAINED = {"testing"}

@@ -181,6 +181,10 @@ def add(
     occurred_at: str | datetime | None = None,
     idempotency_key: str | None = None,
 ) -> Call[Note]:
+    """Store a memory (screened by the server; an exact duplicate returns the existing
+    note). Raises `ScreenRefusedError` (with `.detector`) when the screen refuses it.
+    `session_id` groups a conversation's notes; `occurred_at` (RFC 3339 or an aware
+    datetime) is when the remembered event happened."""
     body: dict[str, Any] = {"text": text, "visibility": visibility, "note_type": note_type}
     optional = {
         "readers": readers,
@@ -206,6 +210,11 @@ def search(
     as_of: str | None = None,
     include_history: bool = False,
 ) -> Call[list[SearchHit]]:
+    """Search the memories this key may read (`mode`: dense, sparse, hybrid or full;
+    `fusion`: `score` or `rrf` for the hybrid modes, the server's default when None).
+    Current notes only by default; `as_of` (RFC 3339): what was valid then;
+    `include_history`: superseded and invalidated notes too. Each hit carries
+    `valid_from`, `valid_to` and `relations`."""
     body: dict[str, Any] = {"query": query, "limit": limit, "mode": mode}
     if topics is not None:
         body["topics"] = list(topics)
@@ -222,10 +231,15 @@ def search(
 
 
 def get(note_id: str) -> Call[Note]:
+    """One memory by id (`NotFoundError` outside the key's readable scopes)."""
     return call("GET", f"/v1/memories/{note_seg(note_id)}", _model(Note))
 
 
 def list_notes(limit: int = 50, offset: int = 0, cursor: str | None = None) -> Call[Page]:
+    """One page of memories, newest first: `items`, `total` and `next_cursor` (null on
+    the last page). Pass a page's `next_cursor` as `cursor` for the next one (stable
+    while notes are written and deleted); `offset` is kept for compatibility and moves
+    under writes. Not both."""
     params: dict[str, str | int | None] = {"limit": limit, "cursor": cursor}
     if cursor is None:  # the server refuses a cursor with an offset
         params["offset"] = offset
@@ -250,22 +264,26 @@ def update(
     readers: Sequence[str] | None = None,
     source: str | None = None,
 ) -> Call[Note]:
+    """Change a memory's text, topics, readers or source (screened like a new write)."""
     fields = {"text": text, "topics": topics, "readers": readers, "source": source}
     body = {k: _plain(v) for k, v in fields.items() if v is not None}
     return call("PATCH", f"/v1/memories/{note_seg(note_id)}", _model(Note), body=body)
 
 
 def delete(note_id: str, *, purge: bool = False) -> Call[None]:
+    """Soft-delete a memory, or with `purge=True` remove its row and vector."""
     params = {"purge": "true"} if purge else None
     return call("DELETE", f"/v1/memories/{note_seg(note_id)}", _none, params=params)
 
 
 def link(source_id: str, target_id: str) -> Call[None]:
+    """Link a memory this key may write to one it may read (feeds `full` search)."""
     path = f"/v1/memories/{note_seg(source_id)}/links"
     return call("POST", path, _none, body={"target_id": note_seg(target_id)})
 
 
 def links(note_id: str) -> Call[list[Link]]:
+    """The notes linked to a memory (both directions) that this key may read."""
     return call("GET", f"/v1/memories/{note_seg(note_id)}/links", _items(Link, "links"))
 
 
@@ -278,6 +296,9 @@ def dialogue(
     dry_run: bool = False,
     idempotency_key: str | None = None,
 ) -> Call[DialogueResult]:
+    """Run a conversation (`[{"role", "content"}]`) through the dialogue gate: one
+    NEW / UPDATE / DELETE / NONE / REFUSED decision per fact from the user and assistant
+    turns (tool and system turns are dropped). `dry_run` decides and writes nothing."""
     turns = [{"role": m["role"], "content": m["content"]} for m in messages]
     body = {"messages": turns, "dry_run": dry_run}
     return call(
@@ -286,14 +307,17 @@ def dialogue(
 
 
 def consolidate(*, idempotency_key: str | None = None) -> Call[Consolidation]:
+    """Merge this key's near-duplicate notes into their oldest now (the daily run)."""
     return call("POST", "/v1/consolidate", _model(Consolidation), idempotency_key=idempotency_key)
 
 
 def quality_scan() -> Call[list[QualityFlag]]:
+    """Flag this key's too-short, expired-ephemeral and conflicting notes `low_quality`."""
     return call("POST", "/v1/quality/scan", _items(QualityFlag, "flagged"))
 
 
 def quality_review() -> Call[str]:
+    """The flagged notes as an Obsidian-compatible markdown review batch."""
     return call("GET", "/v1/quality/review", _text)
 
 
@@ -301,15 +325,17 @@ def quality_review() -> Call[str]:
 
 
 def issue_key(user_id: str, agent_id: str, role: str = "agent") -> Call[IssuedKey]:
+    """Issue an API key for a user and agent of this admin's tenant (secret shown once)."""
     body = {"user_id": user_id, "agent_id": agent_id, "role": role}
     return call("POST", "/v1/admin/keys", _model(IssuedKey), body=body)
 
 
 def revoke_key(key_id: str) -> Call[None]:
+    """Revoke a key of this admin's tenant; it stops working at once."""
     return call("DELETE", f"/v1/admin/keys/{seg(key_id)}", _none)
 
 
-def erase(user_id: str, agent_id: str | None = None) -> Call[Erasure]:
+def start_erase(user_id: str, agent_id: str | None = None) -> Call[Erasure]:
     body: dict[str, Any] = {"user_id": user_id}
     if agent_id is not None:
         body["agent_id"] = agent_id
@@ -317,10 +343,13 @@ def erase(user_id: str, agent_id: str | None = None) -> Call[Erasure]:
 
 
 def erasure(job_id: str) -> Call[Erasure]:
+    """An erase job's progress, or its receipt once done."""
     return call("GET", f"/v1/admin/erasures/{seg(job_id)}", _erasure)
 
 
 def erasures(limit: int = 100) -> Call[list[dict[str, Any]]]:
+    """The tenant's erase jobs, newest first."""
+
     def parse(r: httpx.Response) -> list[dict[str, Any]]:
         return list(r.json()["erasures"])
 
@@ -328,11 +357,14 @@ def erasures(limit: int = 100) -> Call[list[dict[str, Any]]]:
 
 
 def inventory(user_id: str, agent_id: str | None = None) -> Call[dict[str, Any]]:
+    """Per store of the deletion inventory: what it holds about the user, and how much."""
     params = {"user_id": user_id, "agent_id": agent_id}
     return call("GET", "/v1/admin/inventory", _json, params=params)
 
 
 def refusals() -> Call[dict[str, int]]:
+    """Refused writes per detector."""
+
     def parse(r: httpx.Response) -> dict[str, int]:
         return dict(r.json()["refusals"])
 
@@ -345,6 +377,7 @@ def set_policy(
     allow_suspicious_shared: bool = False,
     ttl_days: TtlDefaults | Mapping[str, float | None] | None = None,
 ) -> Call[Policy]:
+    """Replace the tenant policy: PII actions per type, shared-note screening, TTLs."""
     ttl = ttl_days if isinstance(ttl_days, TtlDefaults) else TtlDefaults(**dict(ttl_days or {}))
     policy = Policy(
         pii=dict(pii or {}),  # type: ignore[arg-type]
@@ -355,30 +388,35 @@ def set_policy(
 
 
 def get_policy() -> Call[Policy]:
+    """The tenant policy."""
     return call("GET", "/v1/admin/policy", _model(Policy))
 
 
 def receipt_keys() -> Call[list[dict[str, Any]]]:
+    """The deployment's Ed25519 public keys (no API key needed)."""
     return call("GET", "/v1/receipt-keys", _receipt_keys)
 
 
-def audit_export_path(since_seq: int) -> tuple[str, dict[str, int]]:
-    return "/v1/admin/audit/export", {"since_seq": since_seq}
+def audit_lines(since_seq: int) -> Call[str]:
+    """The export's JSON lines as text (`audit_from_lines` reads and checks them)."""
+    return call("GET", "/v1/admin/audit/export", _text, params={"since_seq": since_seq})
 
 
-def dsar_export_path(user_id: str) -> tuple[str, dict[str, str]]:
-    return "/v1/admin/export", {"user_id": user_id}
+def dsar_lines(user_id: str) -> Call[None]:
+    """Streamed: the client reads its lines (`DsarCheck`), never the parser."""
+    return call("GET", "/v1/admin/export", _none, params={"user_id": user_id})
 
 
 # --- operator calls -----------------------------------------------------------------------
 
 
 def create_tenant(tenant_id: str) -> Call[IssuedKey]:
+    """Create a tenant; the result holds its first tenant-admin key."""
     body = {"tenant_id": tenant_id}
     return call("POST", "/v1/operator/tenants", _model(IssuedKey), body=body)
 
 
-def delete_tenant(tenant_id: str) -> Call[Erasure]:
+def start_tenant_deletion(tenant_id: str) -> Call[Erasure]:
     return call("DELETE", f"/v1/operator/tenants/{seg(tenant_id)}", _erasure)
 
 

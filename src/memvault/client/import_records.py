@@ -83,18 +83,28 @@ def read_mem0(data: Any) -> list[ImportRecord]:
             or meta.get("category")
         )
         records.append(
-            ImportRecord(
-                index=index,
-                text=text if isinstance(text, str) else "",
-                source_id=_str(item.get("id")),
-                user_id=_str(item.get("user_id")),
-                agent_id=_str(item.get("agent_id")),
+            _record(
+                index,
+                item,
+                text,
                 topics=_topics(categories),
                 note_type="memory",
                 expires_at=_date(item.get("expiration_date")),
             )
         )
     return records
+
+
+def _record(index: int, item: dict[str, Any], text: object, **fields: Any) -> ImportRecord:
+    """A record with what every format carries alike (text, id, user and agent) and `fields`."""
+    return ImportRecord(
+        index=index,
+        text=text if isinstance(text, str) else "",
+        source_id=_str(item.get("id")),
+        user_id=_str(item.get("user_id")),
+        agent_id=_str(item.get("agent_id")),
+        **fields,
+    )
 
 
 def read_jsonl(lines: Iterable[str]) -> list[ImportRecord]:
@@ -118,12 +128,10 @@ def read_jsonl(lines: Iterable[str]) -> list[ImportRecord]:
         text = item.get("text", item.get("memory"))
         note_type = "knowledge" if item.get("note_type") == "knowledge" else "memory"
         records.append(
-            ImportRecord(
-                index=index,
-                text=text if isinstance(text, str) else "",
-                source_id=_str(item.get("id")),
-                user_id=_str(item.get("user_id")),
-                agent_id=_str(item.get("agent_id")),
+            _record(
+                index,
+                item,
+                text,
                 topics=_topics(item.get("topics")),
                 source=_str(item.get("source")),
                 note_type=note_type,

@@ -10,14 +10,16 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from memvault.compliance.canonical import canonical_json
 from memvault.errors import VaultError
-from memvault.keyring import SigningKeys
+
+if TYPE_CHECKING:  # the keyring needs the server's packages; verifying needs only cryptography
+    from memvault.keyring import SigningKeys
 
 ALG = "Ed25519"
 

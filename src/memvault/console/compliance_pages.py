@@ -17,25 +17,10 @@ from fastapi.responses import Response
 from memvault.api import routes_audit, routes_erasure
 from memvault.api.schemas import EraseRequest
 from memvault.compliance.verify import Verdict, verify_receipt
-from memvault.console import reads
-from memvault.console.web import (
-    ADMINS,
-    PREFIX,
-    READERS,
-    SECURITY_HEADERS,
-    CheckedForm,
-    ConsoleError,
-    VisitorDep,
-    field,
-    redirect,
-    render,
-    require,
-    services_of,
-    shown_as_page,
-)
+from memvault.console import reads, web
 from memvault.runtime.factory import Services
 
-router = APIRouter(prefix=PREFIX, include_in_schema=False)
+router = APIRouter(prefix=web.PREFIX, include_in_schema=False)
 
 PROGRESS_REFRESH_SECONDS = 2
 """A running erasure's page reloads itself this often (a meta refresh: no script)."""
@@ -53,38 +38,38 @@ def verified(verdict: Verdict, receipt: dict[str, Any]) -> bool:
 
 
 @router.get("/erasures")
-def erasures_page(request: Request, visitor: VisitorDep) -> Response:
-    require(request, visitor, READERS)
-    with shown_as_page():
+def erasures_page(request: Request, visitor: web.VisitorDep) -> Response:
+    web.require(request, visitor, web.READERS)
+    with web.shown_as_page():
         jobs = routes_erasure.erasures(request, visitor.principal, 100)["erasures"]
-    return render(request, "erasures.html", visitor=visitor, page="erasures", jobs=jobs)
+    return web.show(request, visitor, "erasures", jobs=jobs)
 
 
 @router.post("/erasures")
-def start_erasure(request: Request, visitor: VisitorDep, form: CheckedForm) -> Response:
+def start_erasure(request: Request, visitor: web.VisitorDep, form: web.CheckedForm) -> Response:
     """Start an erase job (the REST route's function: audited, durable, signed)."""
-    require(request, visitor, ADMINS)
-    with shown_as_page():
+    web.require(request, visitor, web.ADMINS)
+    with web.shown_as_page():
         body = EraseRequest(
-            user_id=form.get("user_id", "").strip(), agent_id=field(form, "agent_id")
+            user_id=form.get("user_id", "").strip(), agent_id=web.field(form, "agent_id")
         )
-        answer = routes_erasure.erase(body, request, visitor.principal, services_of(request))
+        answer = routes_erasure.erase(body, request, visitor.principal, web.services_of(request))
     job_id = json.loads(bytes(answer.body))["id"]
-    return redirect(f"/erasures/{job_id}")
+    return web.redirect(f"/erasures/{job_id}")
 
 
 @router.get("/erasures/{job_id}")
-def erasure_page(request: Request, job_id: str, visitor: VisitorDep) -> Response:
-    require(request, visitor, READERS)
-    services = services_of(request)
-    with shown_as_page():
+def erasure_page(request: Request, job_id: str, visitor: web.VisitorDep) -> Response:
+    web.require(request, visitor, web.READERS)
+    services = web.services_of(request)
+    with web.shown_as_page():
         job = routes_erasure.erasure(job_id, request, visitor.principal)
     verdict = receipt_verdict(services, job) if job["state"] == "done" else None
-    return render(
+    return web.show(
         request,
+        visitor,
+        "erasures",
         "erasure.html",
-        visitor=visitor,
-        page="erasures",
         job=job,
         verdict=verdict,
         verified=verdict is not None and verified(verdict, job["receipt"]),
@@ -94,15 +79,15 @@ def erasure_page(request: Request, job_id: str, visitor: VisitorDep) -> Response
 
 
 @router.get("/erasures/{job_id}/receipt.json")
-def download_receipt(request: Request, job_id: str, visitor: VisitorDep) -> Response:
+def download_receipt(request: Request, job_id: str, visitor: web.VisitorDep) -> Response:
     """The signed receipt as `memvault receipt verify` takes it."""
-    require(request, visitor, READERS)
-    with shown_as_page():
+    web.require(request, visitor, web.READERS)
+    with web.shown_as_page():
         job = routes_erasure.erasure(job_id, request, visitor.principal)
     if job["state"] != "done":
-        raise ConsoleError(404, "no receipt for this erasure yet")
+        raise web.ConsoleError(404, "no receipt for this erasure yet")
     headers = {
-        **SECURITY_HEADERS,
+        **web.SECURITY_HEADERS,
         "Content-Disposition": f'attachment; filename="receipt-{job["id"]}.json"',
     }
     return Response(receipt_json(job), media_type="application/json", headers=headers)
@@ -114,11 +99,11 @@ def receipt_json(job: dict[str, Any]) -> str:
 
 
 @router.get("/audit")
-def audit_page(request: Request, visitor: VisitorDep) -> Response:
-    require(request, visitor, READERS)
+def audit_page(request: Request, visitor: web.VisitorDep) -> Response:
+    web.require(request, visitor, web.READERS)
     action = request.query_params.get("action") or None
-    with shown_as_page():
-        view = reads.audit_view(services_of(request), visitor.tenant, action)
+    with web.shown_as_page():
+        view = reads.audit_view(web.services_of(request), visitor.tenant, action)
     if action is not None and action not in view.actions:
         action = None  # never echo an action the log does not have
     rows = [
@@ -129,19 +114,17 @@ def audit_page(request: Request, visitor: VisitorDep) -> Response:
         }
         for event in view.events
     ]
-    return render(
-        request, "audit.html", visitor=visitor, page="audit", view=view, rows=rows, action=action
-    )
+    return web.show(request, visitor, "audit", view=view, rows=rows, action=action)
 
 
 @router.get("/audit/export")
-def export_audit(request: Request, visitor: VisitorDep) -> Response:
+def export_audit(request: Request, visitor: web.VisitorDep) -> Response:
     """The signed export of `GET /v1/admin/audit/export` (audited as `audit.exported`)."""
-    require(request, visitor, READERS)
-    with shown_as_page():
-        response = routes_audit.export_audit(visitor.principal, services_of(request), 0)
+    web.require(request, visitor, web.READERS)
+    with web.shown_as_page():
+        response = routes_audit.export_audit(visitor.principal, web.services_of(request), 0)
     response.headers["Content-Disposition"] = f'attachment; filename="audit-{visitor.tenant}.jsonl"'
-    response.headers.update(SECURITY_HEADERS)
+    response.headers.update(web.SECURITY_HEADERS)
     return response
 
 

@@ -14,48 +14,37 @@ from fastapi.responses import Response
 
 from memvault.api import routes_erasure, routes_operator
 from memvault.api.schemas import CreateTenant
+from memvault.console import web
 from memvault.console.compliance_pages import receipt_json, receipt_verdict, verified
-from memvault.console.web import (
-    OPERATORS,
-    PREFIX,
-    CheckedForm,
-    ConsoleError,
-    Visitor,
-    VisitorDep,
-    render,
-    require,
-    services_of,
-    shown_as_page,
-)
 
-router = APIRouter(prefix=PREFIX, include_in_schema=False)
+router = APIRouter(prefix=web.PREFIX, include_in_schema=False)
 
 
 @router.get("/tenants")
-def tenants_page(request: Request, visitor: VisitorDep) -> Response:
-    require(request, visitor, OPERATORS)
+def tenants_page(request: Request, visitor: web.VisitorDep) -> Response:
+    web.require(request, visitor, web.OPERATORS)
     return _tenants(request, visitor)
 
 
 @router.post("/tenants")
-def create_tenant(request: Request, visitor: VisitorDep, form: CheckedForm) -> Response:
-    require(request, visitor, OPERATORS)
-    with shown_as_page():
+def create_tenant(request: Request, visitor: web.VisitorDep, form: web.CheckedForm) -> Response:
+    web.require(request, visitor, web.OPERATORS)
+    with web.shown_as_page():
         body = CreateTenant(tenant_id=form.get("tenant_id", "").strip())
-        issued = routes_operator.create_tenant(body, visitor.principal, services_of(request))
+        issued = routes_operator.create_tenant(body, visitor.principal, web.services_of(request))
     return _tenants(request, visitor, created=issued.model_dump(), status=201)
 
 
 @router.post("/tenants/{tenant_id}/delete")
 def delete_tenant(
-    request: Request, tenant_id: str, visitor: VisitorDep, form: CheckedForm
+    request: Request, tenant_id: str, visitor: web.VisitorDep, form: web.CheckedForm
 ) -> Response:
     """Delete a tenant; the form must repeat the tenant id (a deliberate, irreversible act)."""
-    require(request, visitor, OPERATORS)
+    web.require(request, visitor, web.OPERATORS)
     if form.get("confirm", "").strip() != tenant_id:
-        raise ConsoleError(422, "confirm: type the tenant id to delete it")
-    services = services_of(request)
-    with shown_as_page():
+        raise web.ConsoleError(422, "confirm: type the tenant id to delete it")
+    services = web.services_of(request)
+    with web.shown_as_page():
         job = routes_erasure.deletetenant_of(tenant_id, request, visitor.principal, services)
     verdict = receipt_verdict(services, job)
     deleted = {
@@ -69,19 +58,18 @@ def delete_tenant(
 
 def _tenants(
     request: Request,
-    visitor: Visitor,
+    visitor: web.Visitor,
     *,
     created: dict[str, Any] | None = None,
     deleted: dict[str, Any] | None = None,
     status: int = 200,
 ) -> Response:
-    with shown_as_page():
-        tenants = sorted(services_of(request).tenants.all())
-    return render(
+    with web.shown_as_page():
+        tenants = sorted(web.services_of(request).tenants.all())
+    return web.show(
         request,
-        "tenants.html",
-        visitor=visitor,
-        page="tenants",
+        visitor,
+        "tenants",
         tenants=tenants,
         created=created,
         deleted=deleted,

@@ -14,24 +14,10 @@ from fastapi.responses import Response
 
 from memvault.api import routes_admin, routes_erasure
 from memvault.api.schemas import IssueKey, ScreenPolicyIn, TtlDefaults
-from memvault.console import reads
-from memvault.console.web import (
-    ADMINS,
-    PREFIX,
-    READERS,
-    CheckedForm,
-    ConsoleError,
-    VisitorDep,
-    field,
-    redirect,
-    render,
-    require,
-    services_of,
-    shown_as_page,
-)
+from memvault.console import reads, web
 from memvault.tenancy.principals import TENANT_ROLES
 
-router = APIRouter(prefix=PREFIX, include_in_schema=False)
+router = APIRouter(prefix=web.PREFIX, include_in_schema=False)
 
 # From the schema itself, so the form cannot drift from what `PUT /v1/admin/policy` accepts.
 _PII_KEY, _PII_VALUE = get_args(ScreenPolicyIn.model_fields["pii"].annotation)
@@ -41,52 +27,52 @@ NOTE_TYPES = tuple(TtlDefaults.model_fields)
 
 
 @router.get("/users")
-def users_page(request: Request, visitor: VisitorDep) -> Response:
-    require(request, visitor, READERS)
-    with shown_as_page():
-        rows = reads.users(services_of(request), visitor.tenant)
-    return render(request, "users.html", visitor=visitor, page="users", users=rows)
+def users_page(request: Request, visitor: web.VisitorDep) -> Response:
+    web.require(request, visitor, web.READERS)
+    with web.shown_as_page():
+        rows = reads.users(web.services_of(request), visitor.tenant)
+    return web.show(request, visitor, "users", users=rows)
 
 
 @router.get("/users/{user_id}")
-def user_page(request: Request, user_id: str, visitor: VisitorDep) -> Response:
+def user_page(request: Request, user_id: str, visitor: web.VisitorDep) -> Response:
     """The deletion inventory of one user: what each store holds about them, counts only."""
-    require(request, visitor, READERS)
-    with shown_as_page():
+    web.require(request, visitor, web.READERS)
+    with web.shown_as_page():
         inventory = routes_erasure.deletion_inventory(
-            visitor.principal, services_of(request), user_id, None
+            visitor.principal, web.services_of(request), user_id, None
         )
-    return render(
-        request, "user.html", visitor=visitor, page="users", user_id=user_id, inventory=inventory
-    )
+    return web.show(request, visitor, "users", "user.html", user_id=user_id, inventory=inventory)
 
 
 @router.get("/keys")
-def keys_page(request: Request, visitor: VisitorDep) -> Response:
-    require(request, visitor, ADMINS)
+def keys_page(request: Request, visitor: web.VisitorDep) -> Response:
+    web.require(request, visitor, web.ADMINS)
     return _keys(request, visitor, issued=None, revoked=request.query_params.get("revoked"))
 
 
 @router.post("/keys")
-def issue_key(request: Request, visitor: VisitorDep, form: CheckedForm) -> Response:
+def issue_key(request: Request, visitor: web.VisitorDep, form: web.CheckedForm) -> Response:
     """Issue a key; the response is the only place its secret ever appears."""
-    require(request, visitor, ADMINS)
-    with shown_as_page():
+    web.require(request, visitor, web.ADMINS)
+    with web.shown_as_page():
         body = IssueKey(
             user_id=form.get("user_id", "").strip(),
             agent_id=form.get("agent_id", "").strip(),
             role=form.get("role", "agent"),  # type: ignore[arg-type]
         )
-        issued = routes_admin.issue_key(body, visitor.principal, services_of(request))
+        issued = routes_admin.issue_key(body, visitor.principal, web.services_of(request))
     return _keys(request, visitor, issued=issued.model_dump(), revoked=None, status=201)
 
 
 @router.post("/keys/{key_id}/revoke")
-def revoke_key(request: Request, key_id: str, visitor: VisitorDep, _form: CheckedForm) -> Response:
-    require(request, visitor, ADMINS)
-    with shown_as_page():
-        routes_admin.revoke_key(key_id, visitor.principal, services_of(request))
-    return redirect(f"/keys?revoked={key_id}")
+def revoke_key(
+    request: Request, key_id: str, visitor: web.VisitorDep, _form: web.CheckedForm
+) -> Response:
+    web.require(request, visitor, web.ADMINS)
+    with web.shown_as_page():
+        routes_admin.revoke_key(key_id, visitor.principal, web.services_of(request))
+    return web.redirect(f"/keys?revoked={key_id}")
 
 
 def _keys(
@@ -97,15 +83,14 @@ def _keys(
     revoked: str | None,
     status: int = 200,
 ) -> Response:
-    with shown_as_page():
-        keys = reads.api_keys(services_of(request), visitor.tenant)
+    with web.shown_as_page():
+        keys = reads.api_keys(web.services_of(request), visitor.tenant)
     if revoked is not None and not any(k.key_id == revoked for k in keys):
         revoked = None  # only ever echo a key id the tenant has
-    return render(
+    return web.show(
         request,
-        "keys.html",
-        visitor=visitor,
-        page="keys",
+        visitor,
+        "keys",
         keys=keys,
         issued=issued,
         revoked=revoked,
@@ -115,67 +100,65 @@ def _keys(
 
 
 @router.get("/refusals")
-def refusals_page(request: Request, visitor: VisitorDep) -> Response:
-    require(request, visitor, READERS)
-    with shown_as_page():
-        counts = routes_admin.refusals(visitor.principal, services_of(request))["refusals"]
+def refusals_page(request: Request, visitor: web.VisitorDep) -> Response:
+    web.require(request, visitor, web.READERS)
+    with web.shown_as_page():
+        counts = routes_admin.refusals(visitor.principal, web.services_of(request))["refusals"]
     rows = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-    return render(
+    return web.show(
         request,
-        "refusals.html",
-        visitor=visitor,
-        page="refusals",
+        visitor,
+        "refusals",
         rows=rows,
         total=sum(counts.values()),
     )
 
 
 @router.get("/policy")
-def policy_page(request: Request, visitor: VisitorDep) -> Response:
-    require(request, visitor, READERS)
+def policy_page(request: Request, visitor: web.VisitorDep) -> Response:
+    web.require(request, visitor, web.READERS)
     saved = request.query_params.get("saved") == "1"
     return _policy(request, visitor, saved=saved)
 
 
 @router.post("/policy")
-def set_policy(request: Request, visitor: VisitorDep, form: CheckedForm) -> Response:
+def set_policy(request: Request, visitor: web.VisitorDep, form: web.CheckedForm) -> Response:
     """Set the PII actions and TTL defaults through the REST route's own function."""
-    require(request, visitor, ADMINS)
+    web.require(request, visitor, web.ADMINS)
     pii: dict[str, str] = {}
     for pii_type in _PII_TYPES:
         action = form.get(f"pii_{pii_type}", "redact")
         if action not in _PII_ACTIONS:
-            raise ConsoleError(422, f"pii.{pii_type}: must be one of {', '.join(_PII_ACTIONS)}")
+            raise web.ConsoleError(422, f"pii.{pii_type}: must be one of {', '.join(_PII_ACTIONS)}")
         pii[pii_type] = action
     ttl: dict[str, float | None] = {}
     for note_type in NOTE_TYPES:
-        raw = field(form, f"ttl_{note_type}")
+        raw = web.field(form, f"ttl_{note_type}")
         try:
             ttl[note_type] = None if raw is None else float(raw)
         except ValueError:
-            raise ConsoleError(422, f"ttl_days.{note_type}: not a number of days") from None
-    with shown_as_page():
+            raise web.ConsoleError(422, f"ttl_days.{note_type}: not a number of days") from None
+    with web.shown_as_page():
         body = ScreenPolicyIn(
             pii=pii,  # type: ignore[arg-type]
             allow_suspicious_shared=form.get("allow_suspicious_shared") == "on",
             ttl_days=TtlDefaults(**ttl),
         )
-        routes_admin.set_policy(body, visitor.principal, services_of(request))
-    return redirect("/policy?saved=1")
+        routes_admin.set_policy(body, visitor.principal, web.services_of(request))
+    return web.redirect("/policy?saved=1")
 
 
 def _policy(request: Request, visitor: Any, *, saved: bool) -> Response:
-    with shown_as_page():
-        policy = routes_admin.get_policy(visitor.principal, services_of(request))
-    return render(
+    with web.shown_as_page():
+        policy = routes_admin.get_policy(visitor.principal, web.services_of(request))
+    return web.show(
         request,
-        "policy.html",
-        visitor=visitor,
-        page="policy",
+        visitor,
+        "policy",
         policy=policy,
         pii_types=_PII_TYPES,
         pii_actions=_PII_ACTIONS,
         note_types=NOTE_TYPES,
-        llm_setting=services_of(request).settings.llm,
+        llm_setting=web.services_of(request).settings.llm,
         saved=saved,
     )

@@ -258,6 +258,22 @@ def render(
     return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
 
 
+def show(
+    request: Request,
+    visitor: Visitor,
+    page: str,
+    template: str | None = None,
+    *,
+    status: int = 200,
+    **context: Any,
+) -> HTMLResponse:
+    """A signed-in page: `template` (by default `<page>.html`) under the navigation's `page`
+    tab, rendered for `visitor` (the header every console page shares)."""
+    return render(
+        request, template or f"{page}.html", visitor=visitor, page=page, status=status, **context
+    )
+
+
 def redirect(path: str) -> RedirectResponse:
     """A 303 See Other to a console path (after a POST, the browser GETs it)."""
     return RedirectResponse(PREFIX + path, status_code=303, headers=SECURITY_HEADERS)

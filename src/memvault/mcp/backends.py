@@ -13,6 +13,7 @@ import builtins
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ValidationError
@@ -42,23 +43,32 @@ class AmemOff(BackendError):
         super().__init__("amem_off", "A-MEM is off (MEMVAULT_AMEM=off)")
 
 
+@dataclass(frozen=True, slots=True)
+class NewMemory:
+    """What `memory_add` stores: the tool's arguments, which the backend validates (the
+    embedded one as the REST API does, the remote one on the server)."""
+
+    text: str
+    visibility: str = "private"
+    note_type: str = "memory"
+    topics: list[str] | None = None
+    source: str | None = None
+    ttl_days: float | None = None
+    session_id: str | None = None
+    occurred_at: str | None = None
+
+    def given(self) -> dict[str, Any]:
+        """The fields that were given (not None), by name."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {name: value for name, value in values.items() if value is not None}
+
+
 class MemoryBackend(Protocol):
     """The memory operations of one bound scope."""
 
     name: str
 
-    def add(
-        self,
-        text: str,
-        *,
-        visibility: str,
-        note_type: str,
-        topics: list[str] | None,
-        source: str | None,
-        ttl_days: float | None,
-        session_id: str | None = None,
-        occurred_at: str | None = None,
-    ) -> Any:
+    def add(self, memory: NewMemory) -> Any:
         """Store a memory; returns it as stored (`NoteOut` shape)."""
 
     def search(self, query: str, *, limit: int, topics: list[str] | None, mode: str) -> list[Any]:
@@ -148,39 +158,10 @@ class EmbeddedBackend:
             scope.tenant, self._principal.key_id, action, subject=subject, **details
         )
 
-    def add(
-        self,
-        text: str,
-        *,
-        visibility: str,
-        note_type: str,
-        topics: list[str] | None,
-        source: str | None,
-        ttl_days: float | None,
-        session_id: str | None = None,
-        occurred_at: str | None = None,
-    ) -> NoteOut:
-        fields: dict[str, Any] = {"text": text, "visibility": visibility, "note_type": note_type}
-        optional = {
-            "topics": topics,
-            "source": source,
-            "ttl_days": ttl_days,
-            "session_id": session_id,
-            "occurred_at": occurred_at,
-        }
-        fields.update({k: v for k, v in optional.items() if v is not None})
+    def add(self, memory: NewMemory) -> NoteOut:
         with _vault_errors():
-            body = AddMemory.model_validate(fields)
-            note = self._vault.add(
-                body.text,
-                visibility=body.visibility,
-                note_type=body.note_type,
-                topics=body.topics,
-                source=body.source,
-                ttl_days=body.ttl_days,
-                session_id=body.session_id,
-                occurred_at=body.occurred_at,
-            )
+            body = AddMemory.model_validate(memory.given())
+            note = self._vault.add(**dict(body))  # the REST route's fields, as validated there
         self._audit(
             "note.added",
             note.id,
@@ -298,29 +279,8 @@ class RemoteBackend:
                 "unavailable", f"memvault server call failed ({type(exc).__name__})"
             ) from None
 
-    def add(
-        self,
-        text: str,
-        *,
-        visibility: str,
-        note_type: str,
-        topics: list[str] | None,
-        source: str | None,
-        ttl_days: float | None,
-        session_id: str | None = None,
-        occurred_at: str | None = None,
-    ) -> Any:
-        optional = {"session_id": session_id, "occurred_at": occurred_at}
-        return self._call(
-            self._client.add,
-            text,
-            visibility=visibility,
-            note_type=note_type,
-            topics=topics,
-            source=source,
-            ttl_days=ttl_days,
-            **{k: v for k, v in optional.items() if v is not None},
-        )
+    def add(self, memory: NewMemory) -> Any:
+        return self._call(self._client.add, **memory.given())
 
     def search(self, query: str, *, limit: int, topics: list[str] | None, mode: str) -> list[Any]:
         return list(self._call(self._client.search, query, limit=limit, topics=topics, mode=mode))

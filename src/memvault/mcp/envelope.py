@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -213,21 +213,10 @@ def envelope(
 AMEM_OFF_MESSAGE = "A-MEM is off on this memvault server (MEMVAULT_AMEM=off); nothing was changed."
 
 
-def consolidate_unavailable() -> ConsolidateResult:
-    """`memory_consolidate` on a server without A-MEM."""
-    return ConsolidateResult(
-        status="unavailable",
-        tool="memory_consolidate",
-        reason="amem_off",
-        message=AMEM_OFF_MESSAGE,
-    )
+Result = TypeVar("Result", ConsolidateResult, QualityScanResult)
 
 
-def quality_scan_unavailable() -> QualityScanResult:
-    """`memory_quality_scan` on a server without A-MEM."""
-    return QualityScanResult(
-        status="unavailable",
-        tool="memory_quality_scan",
-        reason="amem_off",
-        message=AMEM_OFF_MESSAGE,
-    )
+def amem_unavailable(kind: type[Result], tool: str) -> Result:
+    """The answer of an A-MEM tool (`memory_consolidate`, `memory_quality_scan`) on a server
+    without A-MEM."""
+    return kind(status="unavailable", tool=tool, reason="amem_off", message=AMEM_OFF_MESSAGE)

@@ -23,30 +23,19 @@ from pydantic import Field
 
 from memvault import __version__
 from memvault.api.schemas import MEMORY_NOTICE
-from memvault.mcp.backends import AmemOff, BackendError, MemoryBackend
+from memvault.mcp.backends import AmemOff, BackendError, MemoryBackend, NewMemory
 from memvault.mcp.envelope import (
     ConsolidateResult,
     DeleteResult,
     MemoryEnvelope,
     QualityFlagOut,
     QualityScanResult,
-    consolidate_unavailable,
+    amem_unavailable,
     envelope,
-    quality_scan_unavailable,
 )
 from memvault.mcp.gate import ArgumentGate, close_schemas
 from memvault.scope import ID_GRAMMAR
-from memvault.vault.fields import (
-    MAX_LIST_LIMIT,
-    MAX_OFFSET,
-    MAX_QUERY_CHARS,
-    MAX_SEARCH_LIMIT,
-    MAX_SOURCE_CHARS,
-    MAX_TEXT_CHARS,
-    MAX_TOPIC_CHARS,
-    MAX_TOPICS,
-    MAX_TTL_DAYS,
-)
+from memvault.vault import fields as limits
 from memvault.vault.paging import MAX_CURSOR_CHARS
 
 log = logging.getLogger(__name__)
@@ -69,8 +58,10 @@ INSTRUCTIONS = (
 T = TypeVar("T")
 
 Topics = Annotated[
-    list[Annotated[str, Field(min_length=1, max_length=MAX_TOPIC_CHARS)]] | None,
-    Field(max_length=MAX_TOPICS, description="1-5 subject tags (knowledge notes need them)."),
+    list[Annotated[str, Field(min_length=1, max_length=limits.MAX_TOPIC_CHARS)]] | None,
+    Field(
+        max_length=limits.MAX_TOPICS, description="1-5 subject tags (knowledge notes need them)."
+    ),
 ]
 NoteId = Annotated[str, Field(min_length=1, max_length=64, description="A note id (UUID).")]
 SessionId = Annotated[
@@ -120,7 +111,8 @@ def build_server(backend: MemoryBackend) -> MCPServer[object]:
     )
     def memory_add(
         text: Annotated[
-            str, Field(min_length=1, max_length=MAX_TEXT_CHARS, description="What to remember.")
+            str,
+            Field(min_length=1, max_length=limits.MAX_TEXT_CHARS, description="What to remember."),
         ],
         visibility: Annotated[
             Literal["private", "shared"],
@@ -132,10 +124,11 @@ def build_server(backend: MemoryBackend) -> MCPServer[object]:
         ] = "memory",
         topics: Topics = None,
         source: Annotated[
-            str | None, Field(max_length=MAX_SOURCE_CHARS, description="Where it came from.")
+            str | None, Field(max_length=limits.MAX_SOURCE_CHARS, description="Where it came from.")
         ] = None,
         ttl_days: Annotated[
-            float | None, Field(gt=0, le=MAX_TTL_DAYS, description="Expire after this many days.")
+            float | None,
+            Field(gt=0, le=limits.MAX_TTL_DAYS, description="Expire after this many days."),
         ] = None,
         session_id: SessionId = None,
         occurred_at: OccurredAt = None,
@@ -145,14 +138,9 @@ def build_server(backend: MemoryBackend) -> MCPServer[object]:
         note = _run(
             "memory_add",
             lambda: backend.add(
-                text,
-                visibility=visibility,
-                note_type=note_type,
-                topics=topics,
-                source=source,
-                ttl_days=ttl_days,
-                session_id=session_id,
-                occurred_at=occurred_at,
+                NewMemory(
+                    text, visibility, note_type, topics, source, ttl_days, session_id, occurred_at
+                )
             ),
         )
         return envelope([note])
@@ -160,9 +148,10 @@ def build_server(backend: MemoryBackend) -> MCPServer[object]:
     @server.tool(name="memory_search", annotations=read_only, structured_output=True)
     def memory_search(
         query: Annotated[
-            str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to recall.")
+            str,
+            Field(min_length=1, max_length=limits.MAX_QUERY_CHARS, description="What to recall."),
         ],
-        limit: Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT)] = 5,
+        limit: Annotated[int, Field(ge=1, le=limits.MAX_SEARCH_LIMIT)] = 5,
         topics: Topics = None,
         mode: Annotated[
             Literal["dense", "sparse", "hybrid", "full"],
@@ -179,10 +168,12 @@ def build_server(backend: MemoryBackend) -> MCPServer[object]:
 
     @server.tool(name="memory_list", annotations=read_only, structured_output=True)
     def memory_list(
-        limit: Annotated[int, Field(ge=1, le=MAX_LIST_LIMIT)] = 20,
+        limit: Annotated[int, Field(ge=1, le=limits.MAX_LIST_LIMIT)] = 20,
         offset: Annotated[
             int,
-            Field(ge=0, le=MAX_OFFSET, description="Skip this many (moves when notes change)."),
+            Field(
+                ge=0, le=limits.MAX_OFFSET, description="Skip this many (moves when notes change)."
+            ),
         ] = 0,
         cursor: Annotated[
             str | None,
@@ -233,7 +224,7 @@ def build_server(backend: MemoryBackend) -> MCPServer[object]:
         try:
             groups, related = _run("memory_consolidate", backend.consolidate)
         except AmemOff:
-            return consolidate_unavailable()
+            return amem_unavailable(ConsolidateResult, "memory_consolidate")
         return ConsolidateResult(
             status="done",
             tool="memory_consolidate",
@@ -254,7 +245,7 @@ def build_server(backend: MemoryBackend) -> MCPServer[object]:
         try:
             found = _run("memory_quality_scan", backend.quality_scan)
         except AmemOff:
-            return quality_scan_unavailable()
+            return amem_unavailable(QualityScanResult, "memory_quality_scan")
         return QualityScanResult(
             status="done",
             tool="memory_quality_scan",
