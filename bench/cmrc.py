@@ -13,7 +13,6 @@ Run: `.venv/bin/python -m bench.cmrc [--embedder use-m3] [--modes dense,sparse,h
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import tempfile
@@ -22,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bench._harness import arg_parser
 from bench._retrieval_data import (
     CmrcParagraph,
     MetricTable,
@@ -130,7 +130,7 @@ def run_mode(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = arg_parser(__doc__)
     parser.add_argument("--embedder", default="use-m3", choices=["use-m3", "e5-small", "minilm"])
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--chunk-chars", type=int, default=DEFAULT_CHUNK_CHARS)

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import qdrant_edge as edge
 
-from bench._rss import rss_mib, smaps_mib
+from bench._harness import rss_mib, smaps_mib
 from memvault.vault.index._edge_convert import edge_filter
 from memvault.vault.index._edge_shards import ShardFactory, _payload_indexes
 from memvault.vault.index.base import DENSE, SPARSE, PointFilter

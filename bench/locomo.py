@@ -17,7 +17,6 @@ Run: `.venv/bin/python -m bench.locomo [--embedder use-m3] [--modes dense,sparse
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import math
@@ -32,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from bench._harness import OUT_DIR, arg_parser, write_json
 from bench._retrieval_data import (
     CATEGORIES,
     Conversation,
@@ -58,7 +58,6 @@ AGENT = "agent"
 BATCH = 100
 LIMIT = 10
 RANDOM_TURNS_PER_QUESTION = 10
-OUT_DIR = Path(__file__).resolve().parent / "out"
 
 
 class MemoEmbedder:
@@ -427,14 +426,12 @@ def save_report(out: Path, fields: dict[str, Any], modes: dict[str, Any]) -> Non
 
     Called after every mode, so a crash or an interrupted run keeps what was measured.
     """
-    out.parent.mkdir(parents=True, exist_ok=True)
     previous = json.loads(out.read_text()) if out.is_file() else {}
-    report = {**previous, **fields, "modes": {**previous.get("modes", {}), **modes}}
-    out.write_text(json.dumps(report, indent=2) + "\n")
+    write_json(out, {**previous, **fields, "modes": {**previous.get("modes", {}), **modes}})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = arg_parser(__doc__)
     parser.add_argument("--embedder", default="use-m3", choices=["use-m3", "e5-small", "minilm"])
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--limit-convs", type=int, default=0)

@@ -12,9 +12,7 @@ Writes `bench/out/locomo-tune-<embedder>[-nosessions].json` and prints the best 
 
 from __future__ import annotations
 
-import argparse
 import itertools
-import json
 import pickle
 import tempfile
 import time
@@ -23,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench._harness import arg_parser, write_json
 from bench._retrieval_data import CATEGORIES, Conversation, load_locomo, recall_at
 from bench.locomo import AGENT, OUT_DIR, TENANT, MemoEmbedder, add_in_batches, open_bench_services
 from memvault.scope import Scope
@@ -137,7 +136,7 @@ def evaluate(cases: Sequence[Case], fusion: Fusion) -> dict[str, dict[str, float
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = arg_parser(__doc__)
     parser.add_argument("--embedder", default="use-m3")
     parser.add_argument("--no-sessions", action="store_true")
     parser.add_argument(
@@ -194,7 +193,7 @@ def main() -> None:
         )
     print(f"best on train: {best}")
     out = OUT_DIR / f"locomo-tune-{args.embedder}{suffix}.json"
-    out.write_text(json.dumps({"best": best, "results": results}, indent=1))
+    write_json(out, {"best": best, "results": results})
     print(f"wrote {out}")
 
 
