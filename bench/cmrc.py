@@ -41,6 +41,7 @@ from bench.locomo import (
     open_bench_services,
     save_report,
     search,
+    timed_search,
 )
 from memvault.scope import Scope
 from memvault.vault.embed import make_embedder
@@ -89,12 +90,12 @@ def run_mode(
                 paragraphs_of.setdefault(note_id, []).append(owner)
             for p in paragraphs:
                 for q_no, question in enumerate(p.questions):
-                    embedder.start_query()
-                    started = time.perf_counter()
-                    hits = search(vault, question, limit, mode)
-                    vault_s = time.perf_counter() - started - embedder.last_query_spent
-                    latencies.append((vault_s + embedder.last_query_seconds) * 1e3)
-                    without_embedding.append(vault_s * 1e3)
+                    hits = timed_search(
+                        embedder,
+                        lambda: search(vault, question, limit, mode),  # noqa: B023
+                        latencies,
+                        without_embedding,
+                    )
                     anomalies.check(hits, limit, f"{p.id} q{q_no}")
                     ranked = dedupe(pid for h in hits for pid in paragraphs_of.get(h.note.id, ()))
                     gold = {p.id}

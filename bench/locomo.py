@@ -24,7 +24,7 @@ import os
 import random
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -125,6 +125,22 @@ def search(
     return vault.search(query, limit=limit, mode=mode, fusion=fusion)
 
 
+def timed_search(
+    embedder: MemoEmbedder,
+    run: Callable[[], list[Any]],
+    latencies: list[float],
+    without: list[float],
+) -> list[Any]:
+    """Run one search; append its ms with and without the query's embedding to the two lists."""
+    embedder.start_query()
+    started = time.perf_counter()
+    hits = run()
+    vault_s = time.perf_counter() - started - embedder.last_query_spent
+    latencies.append((vault_s + embedder.last_query_seconds) * 1e3)
+    without.append(vault_s * 1e3)
+    return hits
+
+
 def turn_drafts(conv: Conversation, *, captions: bool, sessions: bool) -> list[NoteDraft]:
     """One draft per turn; with `sessions`, its session id and the session's date, as a chat
     client that knows its conversation would send them (the note is then context-keyed)."""
@@ -212,12 +228,12 @@ def run_mode(
             ingest_s = time.perf_counter() - started
             for (vault, note_of), conv in zip(vaults, conversations, strict=True):
                 for q_no, q in enumerate(conv.questions):
-                    embedder.start_query()
-                    started = time.perf_counter()
-                    hits = search(vault, q.text, LIMIT, mode, fusion)
-                    vault_s = time.perf_counter() - started - embedder.last_query_spent
-                    latencies.append((vault_s + embedder.last_query_seconds) * 1e3)
-                    without_embedding.append(vault_s * 1e3)
+                    hits = timed_search(
+                        embedder,
+                        lambda: search(vault, q.text, LIMIT, mode, fusion),  # noqa: B023
+                        latencies,
+                        without_embedding,
+                    )
                     anomalies.check(hits, LIMIT, f"{conv.sample_id} q{q_no}")
                     ranked = dedupe(h.note.id for h in hits)
                     relevant = {note_of[d] for d in q.evidence}

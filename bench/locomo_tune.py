@@ -23,12 +23,19 @@ from typing import Any
 
 from bench._harness import arg_parser, write_json
 from bench._retrieval_data import CATEGORIES, Conversation, load_locomo, recall_at
-from bench.locomo import AGENT, OUT_DIR, TENANT, MemoEmbedder, add_in_batches, open_bench_services
+from bench.locomo import (
+    AGENT,
+    OUT_DIR,
+    TENANT,
+    MemoEmbedder,
+    add_in_batches,
+    open_bench_services,
+    turn_drafts,
+)
 from memvault.scope import Scope
 from memvault.vault.embed import make_embedder
 from memvault.vault.index.base import Hit
 from memvault.vault.ranking import Fusion, fuse_scores, rerank
-from memvault.vault.service import NoteDraft
 from memvault.vault.text import SparseEncoder
 from memvault.vault.text.dates import parse_time_ranges
 
@@ -52,19 +59,6 @@ class Case:
     ranges: tuple[tuple[float, float], ...]
 
 
-def drafts_of(conv: Conversation, sessions: bool) -> list[NoteDraft]:
-    """One draft per turn; with sessions, its session id and the session's date."""
-    return [
-        NoteDraft(
-            t.memory_text(captions=False),
-            source=t.dia_id,
-            session_id=f"s{conv.session_of(t)}" if sessions else None,
-            occurred_at=conv.occurred_at(t) if sessions else None,
-        )
-        for t in conv.turns
-    ]
-
-
 def collect(embedder: MemoEmbedder, convs: Sequence[Conversation], sessions: bool) -> list[Case]:
     """Ingest every conversation and take each question's two prefetches from the index."""
     cases: list[Case] = []
@@ -74,7 +68,7 @@ def collect(embedder: MemoEmbedder, convs: Sequence[Conversation], sessions: boo
             started = time.perf_counter()
             for i, conv in enumerate(convs):
                 vault = services.vault.scoped(Scope(TENANT, f"conv{i}", AGENT))
-                ids = add_in_batches(vault, drafts_of(conv, sessions))
+                ids = add_in_batches(vault, turn_drafts(conv, captions=False, sessions=sessions))
                 note_of = dict(zip((t.dia_id for t in conv.turns), ids, strict=True))
                 where = vault.point_filter()
                 index = services.vault.parts.index
