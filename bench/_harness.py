@@ -1,26 +1,56 @@
-"""Shared pieces of `bench.foundation`: synthetic memories, timing statistics, vault opening.
+"""The bench's shared harness: argument parsing, synthetic texts, timing statistics, memory,
+a vault in a data directory, and JSON results under `bench/out/`.
 
-The texts are synthetic but varied: everyday facts about people, built from word lists so that
+Every kept benchmark (bench/README.md) takes its common pieces from here:
+
+- `arg_parser(__doc__)`: an `argparse` parser described by the script's first docstring line;
+- `TextMaker` (varied look-alike memories and questions) and `sentence(i)` (a distinct, PII-free
+  sentence, for benchmarks that only need distinct notes);
+- `percentile`, `Latency`, `timed_ms`: milliseconds and their p50/p95;
+- `peak_rss_mib`, `rss_mib`, `smaps_mib`: the process's memory, whole or split by mapping;
+- `open_vault(root, embedder)`: the embedded services in a data directory;
+- `OUT_DIR`, `write_json(name, report)`: where results are written.
+
+The synthetic texts are varied: everyday facts about people, built from word lists so that
 no two are equal (an exact duplicate would short-cut the write path and flatter the figures) and
 many look alike (same templates, different names, objects and places), like a user's memories.
 """
 
 from __future__ import annotations
 
+import argparse
+import inspect
+import json
 import random
 import resource
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memvault.config import Settings
-from memvault.embed.base import Embedder
-from memvault.keyring import FileMasterKey
-from memvault.runtime.factory import Services, open_services
-from memvault.testing import NullKeyring
+if TYPE_CHECKING:  # the vault is imported where it is opened: the data-only helpers stay light
+    from memvault.embed.base import Embedder
+    from memvault.runtime.factory import Services
+
+
+OUT_DIR = Path(__file__).resolve().parent / "out"
+
+
+def arg_parser(doc: str | None) -> argparse.ArgumentParser:
+    """A parser described by the first line of the script's docstring (`--help` shows it)."""
+    return argparse.ArgumentParser(description=(doc or "").strip().splitlines()[0] if doc else None)
+
+
+def write_json(name: str | Path, report: Any) -> Path:
+    """Write `report` as indented JSON to `name` (a bare file name lands in `OUT_DIR`)."""
+    path = Path(name)
+    if path.parent == Path("."):
+        path = OUT_DIR / path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
 
 
 def _words(text: str, sep: str) -> tuple[str, ...]:
@@ -143,7 +173,36 @@ class TextMaker:
         return f"{template.format(**fields)} (#{self._count})"
 
 
-def percentile(samples: list[float], q: float) -> float:
+SENTENCE_WORDS = (
+    "river",
+    "lamp",
+    "garden",
+    "piano",
+    "winter",
+    "orange",
+    "ticket",
+    "violet",
+    "harbor",
+)
+
+
+def letters(i: int) -> str:
+    """`i` written in base 26 with letters: a distinct tag without digits."""
+    out = ""
+    while True:
+        i, r = divmod(i, 26)
+        out = chr(97 + r) + out
+        if i == 0:
+            return out
+
+
+def sentence(i: int) -> str:
+    """A distinct, PII-free sentence (no digit runs the phone detector would redact)."""
+    picks = [SENTENCE_WORDS[(i * 7 + k * 3) % len(SENTENCE_WORDS)] for k in range(5)]
+    return f"Note about the {' '.join(picks)} plan, item {letters(i)}"
+
+
+def percentile(samples: Sequence[float], q: float) -> float:
     """The q-th percentile (0-100) with linear interpolation; NaN for no samples."""
     if not samples:
         return float("nan")
@@ -189,6 +248,67 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def rss_mib() -> float:
+    """This process's resident set now, in MiB (`/proc/self/statm`)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096 / 2**20
+
+
+def smaps_mib(data_dir: Path, data_name: Callable[[str], str] | None = None) -> dict[str, float]:
+    """This process's RSS split by mapping: anonymous, data-dir files, libraries, other files.
+
+    Data-dir files are named `data:` + their top folder under `data_dir`, or `data:` +
+    `data_name(path relative to data_dir)` when given.
+    """
+    out: dict[str, float] = {}
+    name = "anon"
+    try:
+        lines = Path("/proc/self/smaps").read_text().splitlines()
+    except OSError:
+        return out
+    root = str(data_dir.resolve())
+    for line in lines:
+        head = line.split(maxsplit=5)
+        if len(head) >= 5 and "-" in head[0] and ":" in head[3]:  # a mapping header
+            path = head[5] if len(head) == 6 else ""
+            if path.startswith(root):
+                rel = path[len(root) :].lstrip("/")
+                name = "data:" + (data_name(rel) if data_name else rel.split("/")[0])
+            elif path.endswith(".so") or ".so." in path or ".cpython-" in path:
+                name = "libs"
+            elif path.startswith("/") and not path.startswith("/dev/"):
+                name = "other files"
+            else:
+                name = "anon"  # [heap], [stack], anonymous (numpy, Python, Rust allocations)
+        elif line.startswith("Rss:"):
+            out[name] = out.get(name, 0.0) + int(line.split()[1]) / 1024
+    return {k: round(v, 1) for k, v in sorted(out.items(), key=lambda kv: -kv[1])}
+
+
+def _delegating(null_keyring: type[Any]) -> type[Any]:
+    """`NullKeyring` with every public `Keyring` method it does not define passed to the real
+    keyring it wraps. At d6cb986 `NullKeyring` delegates only some of them, so `open_services`
+    failed on `check_erasable` (it reached `Keyring`'s own, which reads a `_store` the wrapper
+    does not have); until `memvault.testing` delegates them itself, the bench does it here."""
+    from memvault.keyring import Keyring
+
+    def forward(name: str) -> Callable[..., Any]:
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            return getattr(self._inner, name)(*args, **kwargs)
+
+        return call
+
+    missing = {
+        name: forward(name)
+        for name in dir(Keyring)
+        if not name.startswith("_")
+        and name not in vars(null_keyring)
+        and callable(inspect.getattr_static(Keyring, name))
+        and not isinstance(inspect.getattr_static(Keyring, name), classmethod | staticmethod)
+    }
+    return type("BenchNullKeyring", (null_keyring,), missing)
+
+
 def open_vault(
     root: Path, embedder: Embedder, *, encrypted: bool = True, screen: bool = True
 ) -> Services:
@@ -197,11 +317,16 @@ def open_vault(
     `encrypted=False` swaps in `NullKeyring` (same keystore work, no AES-GCM) to isolate the
     cost of encryption; everything else is the production path.
     """
+    from memvault.config import Settings
+    from memvault.keyring import FileMasterKey
+    from memvault.runtime.factory import open_services
+    from memvault.testing import NullKeyring
+
     settings = Settings(data_dir=root)
     root.mkdir(parents=True, exist_ok=True)
     keyring = None
     if not encrypted:
-        keyring = NullKeyring.open(
+        keyring = _delegating(NullKeyring).open(
             settings.resolved_keystore_url(), FileMasterKey(settings.resolved_master_key_file())
         )
     return open_services(settings, embedder=embedder, keyring=keyring, screen=screen)

@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
+from bench._harness import percentile as percentile  # the harness's; re-exported
+
 T = TypeVar("T", bound=Hashable)
 
 # LoCoMo's evidence lists hold malformed ids ('D8:6; D9:17', 'D:11:26', 'D30:05', a bare 'D'):
@@ -236,17 +238,6 @@ def reciprocal_rank(ranked: Sequence[T], relevant: Collection[T], k: int | None 
         if item in wanted:
             return 1.0 / rank
     return 0.0
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The q-th percentile (0-100) with linear interpolation; nan for no values."""
-    if not values:
-        return math.nan
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q / 100
-    low = math.floor(pos)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
 
 
 @dataclass

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import peers
-from bench._harness import open_vault
+from bench._harness import arg_parser, open_vault
 from memvault.scope import Scope
 
 TIMES: defaultdict[str, float] = defaultdict(float)
@@ -57,7 +57,7 @@ def open_peer_store(data_dir: Path, threads: int) -> Any:
 def peer_store_parser(doc: str | None, *, rounds: int) -> argparse.ArgumentParser:
     """The options of a tool that reopens a store `bench.peers` filled: `--data-dir`, the run's
     shape (`-T`, `-N`, `-Q`, from which the workload's queries are rebuilt) and `--rounds`."""
-    parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
+    parser = arg_parser(doc)
     parser.add_argument("--data-dir", type=Path, required=True, help="a bench.peers data dir")
     parser.add_argument("--tenants", "-T", type=int, default=10, help="as the peers run")
     parser.add_argument("--memories", "-N", type=int, required=True, help="as the peers run")
@@ -107,7 +107,7 @@ def instrument(index: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arg_parser(__doc__)
     parser.add_argument("--data-dir", type=Path, required=True, help="a bench.peers data dir")
     parser.add_argument("--tenants", "-T", type=int, default=10, help="as the peers run")
     parser.add_argument("--adds", type=int, default=2000)

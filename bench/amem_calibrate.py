@@ -22,8 +22,6 @@ Run: `.venv/bin/python -m bench.amem_calibrate [--seed 7]`. Writes bench/out/ame
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import random
 import re
@@ -37,9 +35,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from bench._harness import OUT_DIR, arg_parser, write_json
 from bench._retrieval_data import dedupe, load_cmrc, load_locomo
 
-OUT = Path(__file__).resolve().parent / "out" / "amem-calibrate.json"
+OUT = OUT_DIR / "amem-calibrate.json"
 
 REFERENCE = "minilm"
 TARGETS = ("use-m3", "e5-small")
@@ -424,7 +423,7 @@ SANITY_ROWS = (
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = arg_parser(__doc__)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
@@ -547,8 +546,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "sanity_openclaw_values": raw,
         "examples": {s.name: s.pairs[:3] for s in sets},
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_json(args.out, report)
     print(f"wrote {args.out}")
     return 0
 

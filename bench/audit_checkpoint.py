@@ -2,19 +2,19 @@
 
 A checkpoint re-reads and re-hashes the N events since the tenant's last checkpoint, signs the
 head with Ed25519 and inserts one row into the keystore. Real parts: a SQLite data store and a
-SQLite keystore (synchronous=FULL) in a temporary folder. Prints p50 and max over 20 rounds,
-and the signature plus keystore insert alone.
+SQLite keystore (synchronous=FULL) in a temporary folder. Prints p50 and max over `--rounds`
+(20) rounds, and the signature plus keystore insert alone.
 """
 
 from __future__ import annotations
 
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+from bench._harness import arg_parser
 from memvault.audit.checkpoints import Checkpointer
 from memvault.audit.log import AuditLog
 from memvault.keyring import Keyring
@@ -54,5 +54,14 @@ def main(events: int = 1000, rounds: int = 20) -> None:
     db.dispose()
 
 
+def cli(argv: list[str] | None = None) -> int:
+    parser = arg_parser(__doc__)
+    parser.add_argument("events", nargs="?", type=int, default=1000, help="N (default 1000)")
+    parser.add_argument("--rounds", type=int, default=20)
+    args = parser.parse_args(argv)
+    main(args.events, args.rounds)
+    return 0
+
+
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 1000)
+    raise SystemExit(cli())

@@ -13,7 +13,6 @@ Run: `.venv/bin/python -m bench.cmrc [--embedder use-m3] [--modes dense,sparse,h
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import tempfile
@@ -22,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bench._harness import arg_parser
 from bench._retrieval_data import (
     CmrcParagraph,
     MetricTable,
@@ -41,6 +41,7 @@ from bench.locomo import (
     open_bench_services,
     save_report,
     search,
+    timed_search,
 )
 from memvault.embed import make_embedder
 from memvault.scope import Scope
@@ -89,12 +90,12 @@ def run_mode(
                 paragraphs_of.setdefault(note_id, []).append(owner)
             for p in paragraphs:
                 for q_no, question in enumerate(p.questions):
-                    embedder.start_query()
-                    started = time.perf_counter()
-                    hits = search(vault, question, limit, mode)
-                    vault_s = time.perf_counter() - started - embedder.last_query_spent
-                    latencies.append((vault_s + embedder.last_query_seconds) * 1e3)
-                    without_embedding.append(vault_s * 1e3)
+                    hits = timed_search(
+                        embedder,
+                        lambda: search(vault, question, limit, mode),  # noqa: B023
+                        latencies,
+                        without_embedding,
+                    )
                     anomalies.check(hits, limit, f"{p.id} q{q_no}")
                     ranked = dedupe(pid for h in hits for pid in paragraphs_of.get(h.note.id, ()))
                     gold = {p.id}
@@ -130,7 +131,7 @@ def run_mode(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = arg_parser(__doc__)
     parser.add_argument("--embedder", default="use-m3", choices=["use-m3", "e5-small", "minilm"])
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--chunk-chars", type=int, default=DEFAULT_CHUNK_CHARS)

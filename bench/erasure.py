@@ -14,7 +14,6 @@ Run: .venv/bin/python -m bench.erasure [--total 100000] [--batch 500]
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -24,11 +23,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.hardening import sentence
+from bench._harness import arg_parser, open_vault, percentile, sentence
 from memvault.compliance.wiring import install
-from memvault.config import Settings
 from memvault.embed import make_embedder
-from memvault.runtime.factory import Services, open_services
+from memvault.runtime.factory import Services
 from memvault.scope import Scope
 from memvault.vault.drafts import NoteDraft
 
@@ -44,11 +42,6 @@ def fill(services: Services, user: str, agents: tuple[str, ...], count: int, bat
         view = services.vault.scoped(Scope("bench", user, agent))
         view.add_many([NoteDraft(f"{user} {sentence(done + i)}") for i in range(size)])
         done += size
-
-
-def percentile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def search_latencies(services: Services, stop: threading.Event, out: list[float]) -> None:
@@ -88,15 +81,15 @@ def searches_during(services: Services, user: str, agent: str | None) -> dict[st
         "erase_s": round(seconds, 3),
         "verified": receipt["receipt"]["verified"],
         "search_before_p50_ms": round(statistics.median(before), 2),
-        "search_before_p95_ms": round(percentile(before, 0.95), 2),
+        "search_before_p95_ms": round(percentile(before, 95), 2),
         "search_during_p50_ms": round(statistics.median(during), 2) if during else None,
-        "search_during_p95_ms": round(percentile(during, 0.95), 2) if during else None,
+        "search_during_p95_ms": round(percentile(during, 95), 2) if during else None,
         "searches_during": len(during),
     }
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arg_parser(__doc__)
     parser.add_argument("--total", type=int, default=100_000)
     parser.add_argument("--batch", type=int, default=500)
     args = parser.parse_args(argv)
@@ -104,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     rest = max(args.total - big - mid - pair - 1_000, 0)
     embedder = make_embedder("use-m3", data_dir=Path("/nonexistent-unused"))
     with tempfile.TemporaryDirectory() as tmp:
-        services = open_services(Settings(data_dir=Path(tmp) / "data"), embedder=embedder)
+        services = open_vault(Path(tmp) / "data", embedder)
         services.tenants.create("bench")
         started = time.perf_counter()
         plan = [("big", big), ("mid", mid), ("pair", pair), ("reader", 1_000)]

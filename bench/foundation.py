@@ -37,12 +37,15 @@ from pathlib import Path
 from typing import Any
 
 from bench._harness import (
+    OUT_DIR,
     Latency,
     TextMaker,
+    arg_parser,
     open_vault,
     peak_rss_mib,
     percentile,
     timed_ms,
+    write_json,
 )
 from memvault.embed import make_embedder
 from memvault.embed.base import Embedder
@@ -50,7 +53,6 @@ from memvault.runtime.factory import Services
 from memvault.scope import Scope
 from memvault.vault.service import NoteDraft, ScopedVault
 
-OUT_DIR = Path(__file__).resolve().parent / "out"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TENANT = "t1"
 AGENT = "a1"
@@ -622,7 +624,7 @@ def render_markdown(results: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = arg_parser(__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke test")
     parser.add_argument("--max-notes", type=int, help="largest corpus (default 100000)")
     parser.add_argument(
@@ -677,8 +679,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     results["peak_rss_mib_main"] = round(peak_rss_mib(), 1)
     results["load_average_end"] = load_average()
     results["wall_seconds"] = round(time.perf_counter() - started, 1)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2))
+    write_json(args.out, results)
     print_report(results)
     print(f"\nwrote {args.out} in {results['wall_seconds']:.0f} s")
 

@@ -19,7 +19,6 @@ before a change) with this venv's packages, so the two can be run alternately on
 
 from __future__ import annotations
 
-import argparse
 import bisect
 import http.client
 import json
@@ -41,6 +40,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from bench._harness import arg_parser, percentile, write_json
 
 OPERATOR_KEY = "mvop_bench-load-0123456789abcdef"
 MAX_REQUESTS_PER_CLIENT = 100_000
@@ -305,10 +306,6 @@ def client_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def percentile(ordered: Sequence[float], q: float) -> float:
-    return ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1) + 0.5))]
-
-
 def run(
     clients: int,
     seconds: float,
@@ -362,8 +359,8 @@ def run(
             "count": len(ordered),
             "per_s": round(len(ordered) / wall, 1),
             "p50_ms": round(statistics.median(ordered), 1),
-            "p95_ms": round(percentile(ordered, 0.95), 1),
-            "p99_ms": round(percentile(ordered, 0.99), 1),
+            "p95_ms": round(percentile(ordered, 95), 1),
+            "p99_ms": round(percentile(ordered, 99), 1),
         }
     report["errors"] = dict(errors)
     done = sum(len(v) for v in samples.values())
@@ -383,7 +380,7 @@ def run(
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = arg_parser(__doc__)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--mix", default="add=3,search=4,get=2,list=1")
@@ -427,8 +424,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     report["amem"] = args.amem
     report["queries"] = args.queries
     report["settings"] = settings
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2))
+    write_json(args.out, report)
     print(
         f"{args.clients} clients, {report['seconds']} s, {report['total_per_s']} requests/s, "
         f"server CPU {report['server_cpu_ms_per_request']} ms/request "

@@ -17,7 +17,6 @@ Run: `.venv/bin/python -m bench.locomo [--embedder use-m3] [--modes dense,sparse
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import math
@@ -25,13 +24,14 @@ import os
 import random
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from bench._harness import OUT_DIR, arg_parser, write_json
 from bench._retrieval_data import (
     CATEGORIES,
     Conversation,
@@ -58,7 +58,6 @@ AGENT = "agent"
 BATCH = 100
 LIMIT = 10
 RANDOM_TURNS_PER_QUESTION = 10
-OUT_DIR = Path(__file__).resolve().parent / "out"
 
 
 class MemoEmbedder:
@@ -124,6 +123,22 @@ def search(
 ) -> list[SearchHit]:
     """One `vault.search` in `mode`, as the API runs it."""
     return vault.search(query, limit=limit, mode=mode, fusion=fusion)
+
+
+def timed_search(
+    embedder: MemoEmbedder,
+    run: Callable[[], list[Any]],
+    latencies: list[float],
+    without: list[float],
+) -> list[Any]:
+    """Run one search; append its ms with and without the query's embedding to the two lists."""
+    embedder.start_query()
+    started = time.perf_counter()
+    hits = run()
+    vault_s = time.perf_counter() - started - embedder.last_query_spent
+    latencies.append((vault_s + embedder.last_query_seconds) * 1e3)
+    without.append(vault_s * 1e3)
+    return hits
 
 
 def turn_drafts(conv: Conversation, *, captions: bool, sessions: bool) -> list[NoteDraft]:
@@ -213,12 +228,12 @@ def run_mode(
             ingest_s = time.perf_counter() - started
             for (vault, note_of), conv in zip(vaults, conversations, strict=True):
                 for q_no, q in enumerate(conv.questions):
-                    embedder.start_query()
-                    started = time.perf_counter()
-                    hits = search(vault, q.text, LIMIT, mode, fusion)
-                    vault_s = time.perf_counter() - started - embedder.last_query_spent
-                    latencies.append((vault_s + embedder.last_query_seconds) * 1e3)
-                    without_embedding.append(vault_s * 1e3)
+                    hits = timed_search(
+                        embedder,
+                        lambda: search(vault, q.text, LIMIT, mode, fusion),  # noqa: B023
+                        latencies,
+                        without_embedding,
+                    )
                     anomalies.check(hits, LIMIT, f"{conv.sample_id} q{q_no}")
                     ranked = dedupe(h.note.id for h in hits)
                     relevant = {note_of[d] for d in q.evidence}
@@ -427,14 +442,12 @@ def save_report(out: Path, fields: dict[str, Any], modes: dict[str, Any]) -> Non
 
     Called after every mode, so a crash or an interrupted run keeps what was measured.
     """
-    out.parent.mkdir(parents=True, exist_ok=True)
     previous = json.loads(out.read_text()) if out.is_file() else {}
-    report = {**previous, **fields, "modes": {**previous.get("modes", {}), **modes}}
-    out.write_text(json.dumps(report, indent=2) + "\n")
+    write_json(out, {**previous, **fields, "modes": {**previous.get("modes", {}), **modes}})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = arg_parser(__doc__)
     parser.add_argument("--embedder", default="use-m3", choices=["use-m3", "e5-small", "minilm"])
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--limit-convs", type=int, default=0)

@@ -15,8 +15,6 @@ Run: `.venv/bin/python -m bench.locomo_amem [--limit-convs N]`. Writes
 
 from __future__ import annotations
 
-import argparse
-import json
 import tempfile
 import time
 from pathlib import Path
@@ -24,6 +22,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from bench._harness import arg_parser, write_json
 from bench._retrieval_data import (
     CATEGORIES,
     MetricTable,
@@ -142,7 +141,7 @@ def single_add_p50(embedder: MemoEmbedder, conv: Any, amem_on: bool) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = arg_parser(__doc__)
     parser.add_argument("--limit-convs", type=int, default=0)
     parser.add_argument("--modes", default="hybrid,full")
     args = parser.parse_args()
@@ -169,9 +168,8 @@ def main() -> None:
             p50 = single_add_p50(embedder, convs[0], amem_on)
             results[f"add_p50_ms_amem_{'on' if amem_on else 'off'}"] = p50
             print(f"single add p50, A-MEM {'on' if amem_on else 'off'}: {p50:.1f} ms", flush=True)
-    OUT_DIR.mkdir(exist_ok=True)
     out = OUT_DIR / "locomo-amem.json"
-    out.write_text(json.dumps(results, indent=1))
+    write_json(out, results)
     print(f"wrote {out}")
 
 

@@ -12,9 +12,7 @@ Writes `bench/out/locomo-tune-<embedder>[-nosessions].json` and prints the best 
 
 from __future__ import annotations
 
-import argparse
 import itertools
-import json
 import pickle
 import tempfile
 import time
@@ -23,15 +21,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench._harness import arg_parser, write_json
 from bench._retrieval_data import CATEGORIES, Conversation, load_locomo, recall_at
-from bench.locomo import AGENT, OUT_DIR, TENANT, MemoEmbedder, add_in_batches, open_bench_services
+from bench.locomo import (
+    AGENT,
+    OUT_DIR,
+    TENANT,
+    MemoEmbedder,
+    add_in_batches,
+    open_bench_services,
+    turn_drafts,
+)
 from memvault.embed import make_embedder
 from memvault.index.base import Hit
 from memvault.scope import Scope
 from memvault.text import SparseEncoder
 from memvault.text.dates import parse_time_ranges
 from memvault.vault.ranking import Fusion, fuse_scores, rerank
-from memvault.vault.service import NoteDraft
 
 PREFETCH = 50
 TRAIN = range(0, 5)
@@ -53,19 +59,6 @@ class Case:
     ranges: tuple[tuple[float, float], ...]
 
 
-def drafts_of(conv: Conversation, sessions: bool) -> list[NoteDraft]:
-    """One draft per turn; with sessions, its session id and the session's date."""
-    return [
-        NoteDraft(
-            t.memory_text(captions=False),
-            source=t.dia_id,
-            session_id=f"s{conv.session_of(t)}" if sessions else None,
-            occurred_at=conv.occurred_at(t) if sessions else None,
-        )
-        for t in conv.turns
-    ]
-
-
 def collect(embedder: MemoEmbedder, convs: Sequence[Conversation], sessions: bool) -> list[Case]:
     """Ingest every conversation and take each question's two prefetches from the index."""
     cases: list[Case] = []
@@ -75,7 +68,7 @@ def collect(embedder: MemoEmbedder, convs: Sequence[Conversation], sessions: boo
             started = time.perf_counter()
             for i, conv in enumerate(convs):
                 vault = services.vault.scoped(Scope(TENANT, f"conv{i}", AGENT))
-                ids = add_in_batches(vault, drafts_of(conv, sessions))
+                ids = add_in_batches(vault, turn_drafts(conv, captions=False, sessions=sessions))
                 note_of = dict(zip((t.dia_id for t in conv.turns), ids, strict=True))
                 where = vault.point_filter()
                 index = services.vault.parts.index
@@ -137,7 +130,7 @@ def evaluate(cases: Sequence[Case], fusion: Fusion) -> dict[str, dict[str, float
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = arg_parser(__doc__)
     parser.add_argument("--embedder", default="use-m3")
     parser.add_argument("--no-sessions", action="store_true")
     parser.add_argument(
@@ -194,7 +187,7 @@ def main() -> None:
         )
     print(f"best on train: {best}")
     out = OUT_DIR / f"locomo-tune-{args.embedder}{suffix}.json"
-    out.write_text(json.dumps({"best": best, "results": results}, indent=1))
+    write_json(out, {"best": best, "results": results})
     print(f"wrote {out}")
 
 

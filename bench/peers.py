@@ -35,8 +35,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench._harness import open_vault
-from bench._rss import smaps_mib
+from bench._harness import arg_parser, open_vault, smaps_mib
 from memvault.embed._vectors import as_unit_rows
 from memvault.embed.base import Vectors
 from memvault.errors import ScreenRefused
@@ -383,7 +382,7 @@ def main(
 ) -> int:
     """The command line; `before_close` as in `run`."""
     wl = shared("workload")
-    p = argparse.ArgumentParser(description="memvault on the shared peer workload")
+    p = arg_parser(__doc__)
     wl.add_cli_args(p)
     p.add_argument("--threads", type=int, default=2, help="embedder threads (mem0 harness: 2)")
     p.add_argument("--top-k", type=int, default=10)

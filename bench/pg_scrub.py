@@ -31,7 +31,7 @@ from typing import Any
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from bench.hardening import sentence
+from bench._harness import arg_parser, sentence
 from memvault.compliance.wiring import install
 from memvault.config import Settings
 from memvault.embed import make_embedder
@@ -102,7 +102,7 @@ def measure(services: Services, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arg_parser(__doc__)
     parser.add_argument("--notes", type=int, default=200)
     parser.add_argument("--users", type=int, default=6)
     parser.add_argument("--scopes", type=int, default=5000)

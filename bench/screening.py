@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench._harness import percentile
 from memvault.screening import Finding, Pseudonym, Screen, ScreenResult, Verdict
 
 PII_ENTITY_TO_TYPE: dict[str, str] = {
@@ -213,8 +214,8 @@ class Report:
     fields: FieldReport = field(default_factory=FieldReport)
 
     def percentile(self, q: float) -> float:
-        ordered = sorted(self.timings_ms)
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+        """The q-th quantile (0-1) of the screen's time per write, in ms."""
+        return percentile(self.timings_ms, q * 100)
 
 
 # -- evaluation ------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ from unittest import mock
 
 from bench import peers
 from bench._edge_optimize import RESCORE
-from bench._rss import rss_mib
+from bench._harness import rss_mib
 from bench.add_parts import (
     TIMES,
     add_fill_options,
