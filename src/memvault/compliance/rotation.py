@@ -291,7 +291,7 @@ def _reencrypt_scope(
     target = OwnedBy(scope.tenant, scope.user, scope.agent)
     after = ""
     while True:
-        with services.vault.parts.guard.using(scope.tenant, scope.user):
+        with services.vault.parts.guard.using(scope.tenant, scope.user, scope.agent):
             with services.db.session(scope.tenant) as sess:
                 ids = list(
                     sess.execute(

@@ -18,7 +18,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memvault.errors import InvalidRequest
+from memvault.errors import DecryptionError, InvalidRequest, KeyNotFound
 from memvault.keyring import Keyring
 from memvault.scope import Scope
 from memvault.vault.batcher import InFlight
@@ -41,7 +41,7 @@ from memvault.vault.fields import (
     check_topics,
 )
 from memvault.vault.group_commit import DEFAULT_WINDOW_MS, GroupCommitter, store_batch
-from memvault.vault.guard import ScopeGuard
+from memvault.vault.guard import ScopeErasing, ScopeGuard
 from memvault.vault.hooks import NoteHooks
 from memvault.vault.index.base import IndexPoint, VectorIndex
 from memvault.vault.note_update import NoteUpdater
@@ -153,10 +153,19 @@ class Vault:
         return Scope(row.tenant_id, row.user_id, row.agent_id)
 
     def decrypt_row(self, row: NoteFields) -> Note:
-        """The note a row holds: its text and attributes decrypted (and authenticated)."""
-        text, attrs = self.codec.open(
-            self.row_scope(row), row.id, row.key_version, row.text_ct, row.attrs_ct
-        )
+        """The note a row holds: its text and attributes decrypted (and authenticated).
+
+        `ScopeErasing` (409) for a note of another agent whose scope is being erased (its keys
+        may already be shredded), as a read in the erased scope gets; never a 500.
+        """
+        try:
+            text, attrs = self.codec.open(
+                self.row_scope(row), row.id, row.key_version, row.text_ct, row.attrs_ct
+            )
+        except (DecryptionError, KeyNotFound):
+            if self.parts.guard.erasing(row.tenant_id, row.user_id, row.agent_id):
+                raise ScopeErasing("this note's scope is being erased") from None
+            raise
         return self.note_of_plain(row, text, attrs)
 
     @staticmethod
@@ -261,7 +270,7 @@ class ScopedVault(ScopedReads):
 
     @contextmanager
     def _guarded(self) -> Iterator[None]:
-        with self._parts.guard.using(self.scope.tenant, self.scope.user):
+        with self._parts.guard.using(self.scope.tenant, self.scope.user, self.scope.agent):
             yield
 
     def _writer(self) -> NoteWriter:
