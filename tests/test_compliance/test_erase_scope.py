@@ -184,3 +184,23 @@ def test_a_running_agent_erase_job_row_blocks_only_its_agent_across_workers(
     assert _refused(other, USER, OTHER)
     jobs.run("t1", user_job)
     assert services.eraser.remaining("t1", USER)["sql_rows"] == 0
+
+
+def test_another_agent_meeting_a_note_of_the_erased_agent_mid_erase_gets_no_500(
+    make_services: ServicesFactory, backend: str
+) -> None:
+    api = Api(make_services(backend))
+    erased, other = api.agent_key("t1", USER, ERASED), api.agent_key("t1", USER, OTHER)
+    lent = api.add(erased, "the kayak roof rack is lent to the other agent", readers=[OTHER])
+    own = api.add(other, "the kayak roof rack straps are in the boot")
+    assert api.call("GET", f"/v1/memories/{lent['id']}", other).status_code == 200
+    with held_erase(api, {"user_id": USER, "agent_id": ERASED}, "before:vectors"):
+        got = api.call("GET", f"/v1/memories/{lent['id']}", other)  # its key is shredded
+        assert got.status_code in (404, 409), got.text
+        found = api.call("POST", "/v1/memories/search", other, json={"query": "kayak roof rack"})
+        assert found.status_code in (200, 409), found.text
+        listed = api.call("GET", "/v1/memories", other)
+        assert listed.status_code in (200, 409), listed.text
+        assert _write(api, other, "the kayak roof rack needs new bolts").status_code == 201
+    assert api.call("GET", f"/v1/memories/{lent['id']}", other).status_code == 404
+    assert [h["id"] for h in api.search(other, "kayak roof rack straps boot")][:1] == [own["id"]]

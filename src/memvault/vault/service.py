@@ -18,7 +18,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memvault.errors import DecryptionError, InvalidRequest, KeyNotFound
+from memvault.errors import InvalidRequest
 from memvault.keyring import Keyring
 from memvault.scope import Scope
 from memvault.vault.batcher import InFlight
@@ -41,7 +41,7 @@ from memvault.vault.fields import (
     check_topics,
 )
 from memvault.vault.group_commit import DEFAULT_WINDOW_MS, GroupCommitter, store_batch
-from memvault.vault.guard import ScopeErasing, ScopeGuard
+from memvault.vault.guard import ScopeGuard
 from memvault.vault.hooks import NoteHooks
 from memvault.vault.index.base import IndexPoint, VectorIndex
 from memvault.vault.note_update import NoteUpdater
@@ -116,7 +116,7 @@ class Vault:
         group_commit_window_ms: float = DEFAULT_WINDOW_MS,
     ) -> None:
         self.parts = parts
-        self.codec = NoteCodec(parts.keyring)
+        self.codec = NoteCodec(parts.keyring, erasing=parts.guard.erasing)
         self.fault: FaultHook = _no_fault
         self._note_locks = [threading.Lock() for _ in range(NOTE_LOCK_STRIPES)]
         self.group_commit = GroupCommitter(
@@ -153,19 +153,10 @@ class Vault:
         return Scope(row.tenant_id, row.user_id, row.agent_id)
 
     def decrypt_row(self, row: NoteFields) -> Note:
-        """The note a row holds: its text and attributes decrypted (and authenticated).
-
-        `ScopeErasing` (409) for a note of another agent whose scope is being erased (its keys
-        may already be shredded), as a read in the erased scope gets; never a 500.
-        """
-        try:
-            text, attrs = self.codec.open(
-                self.row_scope(row), row.id, row.key_version, row.text_ct, row.attrs_ct
-            )
-        except (DecryptionError, KeyNotFound):
-            if self.parts.guard.erasing(row.tenant_id, row.user_id, row.agent_id):
-                raise ScopeErasing("this note's scope is being erased") from None
-            raise
+        """The note a row holds: its text and attributes decrypted (and authenticated)."""
+        text, attrs = self.codec.open(
+            self.row_scope(row), row.id, row.key_version, row.text_ct, row.attrs_ct
+        )
         return self.note_of_plain(row, text, attrs)
 
     @staticmethod
