@@ -88,3 +88,15 @@ class IndexError_(VaultError):
     """The vector index failed an operation."""
 
     code = "index_error"
+
+
+class ScopeErasing(Conflict):
+    """The scope is being erased (or its tenant deleted): the write is refused, nothing stored."""
+
+    code = "scope_erasing"
+
+
+class ScopeBusy(Conflict):
+    """In-flight operations did not finish in time for an erase to start; nothing was erased."""
+
+    code = "scope_busy"

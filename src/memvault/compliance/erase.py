@@ -89,7 +89,7 @@ class Eraser:
         before anything is destroyed, and new ones are refused until the erase is done.
         """
         subject = OwnedBy(tenant, user, agent)
-        with self._parts.guard.blocking(tenant, user, before_drain=self.revoker(subject)):
+        with self._parts.guard.blocking(tenant, user, agent, before_drain=self.revoker(subject)):
             keys = self.shred_keys(subject)
             vectors = self.delete_vectors(subject)
             counts = self.delete_rows(subject)

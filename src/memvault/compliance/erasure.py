@@ -39,6 +39,7 @@ from memvault.ids import uuid7
 from memvault.store.models import ErasureJobRow
 from memvault.store.scoping import OwnedBy
 from memvault.vault.drafts import user_tag
+from memvault.vault.shared_guard import ERASURE_JOB_PURPOSE
 
 if TYPE_CHECKING:
     from memvault.runtime.factory import Services
@@ -58,7 +59,7 @@ _RERUN = ("revoke", "shred")
 had not seen the block yet) are revoked and shredded too. Both are idempotent."""
 """A running job that has not recorded a step for this long, and has no thread in this process,
 is resumed by the maintenance sweeper (`ErasureJobs.resume_stalled`)."""
-_JOB = "erasure-job"
+_JOB = ERASURE_JOB_PURPOSE  # the guard opens a running job's subject to see what it blocks
 _RECEIPT = "erasure-receipt"
 
 Fault = Callable[[str], None]
@@ -177,7 +178,7 @@ class ErasureJobs:
 
         job.step("count")
         with self._services.vault.parts.guard.blocking(
-            tenant, job.state.user_id, before_drain=revoke
+            tenant, job.state.user_id, job.state.agent_id, before_drain=revoke
         ):
             for _round in range(VERIFY_ROUNDS):
                 try:

@@ -11,7 +11,9 @@
   and records a job (ids, versions and counts, in the keystore beside the keys). `run_rotation`
   re-encrypts every note of those scopes still under an older version (live and staged fields;
   batches, one transaction each, resumable: notes already current are skipped), verifies that
-  none is left, then destroys the older versions and scrubs the keystore.
+  none is left, then destroys the older versions and scrubs the keystore, except those still
+  sealing a live idempotency record (`replay_keys`): the maintenance sweeper
+  (`retire_held_versions`) destroys them once the records expired.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from memvault.compliance.master_rotation import (
     rotate_master_env,
     rotate_master_file,
 )
+from memvault.compliance.replay_keys import RETIRING, retire_versions
 from memvault.errors import DecryptionError, InvalidRequest, NotFound, VaultError
 from memvault.scope import Scope
 from memvault.store.models import NoteRow
@@ -53,6 +56,7 @@ __all__ = [
     "load_rotation",
     "master_status",
     "pending_master_file",
+    "retire_held_versions",
     "rotate_master_env",
     "rotate_master_file",
     "run_in_background",
@@ -91,6 +95,7 @@ class RotationRecord:
     reencrypted: int = 0  # notes whose live or staged fields were re-encrypted so far
     unreadable: int = 0  # notes that decrypted under no version (left as they were)
     versions_destroyed: int = 0
+    versions_held: int = 0  # scopes keeping older versions for live idempotency records
     created_at: int = field(default_factory=lambda: int(time.time()))
     finished_at: int | None = None
 
@@ -186,12 +191,13 @@ def run_rotation(
             services.keyring.save_rotation(tenant, record.id, record.state, record.to_json())
             raise VaultError("notes are still under older key versions: run the job again")
         fault("before_destroy")
-        for user, agent, version in _live_scopes(services, record):
-            record.versions_destroyed += services.keyring.destroy_versions_below(
-                Scope(tenant, user, agent), version
-            )
+        destroyed, record.versions_held = retire_versions(
+            services, tenant, _live_scopes(services, record)
+        )
+        record.versions_destroyed += destroyed
         record.state, record.finished_at = DONE, int(time.time())
-        services.keyring.save_rotation(tenant, record.id, record.state, record.to_json())
+        stored = RETIRING if record.versions_held else record.state
+        services.keyring.save_rotation(tenant, record.id, stored, record.to_json())
     services.audit.record(
         tenant,
         actor,
@@ -203,6 +209,26 @@ def run_rotation(
     if progress is not None:
         progress(record)
     return record
+
+
+def retire_held_versions(services: Services) -> int:
+    """A maintenance sweeper: destroy the older versions finished rotations kept for idempotency
+    records that have expired since (`replay_keys`). Returns how many versions went."""
+    destroyed = 0
+    for tenant in services.db.tenant_ids():
+        for rotation_id in services.keyring.rotation_ids(tenant, RETIRING):
+            raw = services.keyring.load_rotation(tenant, rotation_id)
+            if raw is None:
+                continue
+            record = RotationRecord.from_json(raw)
+            gone, record.versions_held = retire_versions(
+                services, tenant, _live_scopes(services, record)
+            )
+            record.versions_destroyed += gone
+            destroyed += gone
+            stored = RETIRING if record.versions_held else record.state
+            services.keyring.save_rotation(tenant, rotation_id, stored, record.to_json())
+    return destroyed
 
 
 _RUNNING: set[tuple[int, str, str]] = set()
@@ -291,7 +317,7 @@ def _reencrypt_scope(
     target = OwnedBy(scope.tenant, scope.user, scope.agent)
     after = ""
     while True:
-        with services.vault.parts.guard.using(scope.tenant, scope.user):
+        with services.vault.parts.guard.using(scope.tenant, scope.user, scope.agent):
             with services.db.session(scope.tenant) as sess:
                 ids = list(
                     sess.execute(

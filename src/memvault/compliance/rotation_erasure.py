@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from memvault.compliance.replay_keys import RETIRING
 from memvault.compliance.rotation import RotationRecord
 
 if TYPE_CHECKING:
@@ -22,6 +23,7 @@ def forget_subject(services: Services, tenant: str, user: str, agent: str | None
     records lose the subject's scopes. Returns how many records changed. Part of an erase.
     """
     changes: dict[str, tuple[str, str] | None] = {}
+    retiring = set(services.keyring.rotation_ids(tenant, RETIRING))  # keep that stored state
     for rotation_id in services.keyring.rotation_ids(tenant):
         raw = services.keyring.load_rotation(tenant, rotation_id)
         if raw is None:
@@ -33,7 +35,8 @@ def forget_subject(services: Services, tenant: str, user: str, agent: str | None
         kept = [s for s in record.scopes if not (s[0] == user and agent in (None, s[1]))]
         if len(kept) != len(record.scopes):
             record.scopes = kept
-            changes[rotation_id] = (record.state, record.to_json())
+            stored = RETIRING if rotation_id in retiring else record.state
+            changes[rotation_id] = (stored, record.to_json())
     services.keyring.forget_rotations(tenant, changes)
     return len(changes)
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 from memvault.compliance.erasure import ErasureJobs
+from memvault.compliance.rotation import retire_held_versions
 from memvault.compliance.tenant_deletion import TenantDeletions
 
 if TYPE_CHECKING:
@@ -68,5 +70,6 @@ def install(services: Services) -> Compliance:
     services.sweepers.append(index_compactor(services))
     services.sweepers.append(compliance.erasures.resume_stalled)  # e.g. after a blocked scrub
     services.sweepers.append(compliance.tenant_deletions.resume_stalled)
+    services.sweepers.append(partial(retire_held_versions, services))  # after replays expire
     setattr(services, _ATTRIBUTE, compliance)
     return compliance

@@ -6,7 +6,12 @@ required. Key hierarchy: master key (a `MasterKeyProvider`) wraps tenant keys; a
 its scopes' data keys and its index key. See docs/keyring.md.
 """
 
-from memvault.keyring._aead import FORMAT_VERSION, ScopeAead, associated_data
+from memvault.keyring._aead import (
+    FORMAT_VERSION,
+    ScopeAead,
+    associated_data,
+    envelope_key_version,
+)
 from memvault.keyring._checkpoints import AuditCheckpoints
 from memvault.keyring._index_key import IndexKey
 from memvault.keyring._keyring import Keyring
@@ -32,4 +37,5 @@ __all__ = [
     "ScrubFailed",
     "SigningKeys",
     "associated_data",
+    "envelope_key_version",
 ]

@@ -37,6 +37,14 @@ def check_key_version(key_version: int) -> int:
     return key_version
 
 
+def envelope_key_version(envelope: bytes) -> int | None:
+    """The data key version an envelope made by `ScopeAead.encrypt` names (its header, read
+    without decrypting); None for bytes that are not such an envelope."""
+    if len(envelope) < MIN_ENVELOPE_BYTES or envelope[0] != FORMAT_VERSION:
+        return None
+    return int(_U32.unpack_from(envelope, 1)[0])
+
+
 def encode_fields(*fields: bytes) -> bytes:
     """Length-prefix (4 bytes BE) each field and join them: distinct tuples never collide."""
     return b"".join(_U32.pack(len(field)) + field for field in fields)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
+from memvault.keyring import envelope_key_version
 from memvault.store.database import Database
 from memvault.store.models import IdempotencyRow
 
@@ -58,6 +59,28 @@ def count_idempotency_records(
     return int(
         sess.execute(select(func.count()).select_from(IdempotencyRow).where(*where)).scalar_one()
     )
+
+
+def sealing_versions(
+    sess: Session, tenant: str, user: str, agent: str, *, live_after: float
+) -> set[int]:
+    """The data key versions sealing the stored responses of one principal scope's records
+    created after `live_after` (not expired): a key rotation keeps them (`compliance.rotation`).
+
+    Read from the envelopes' headers; nothing is decrypted (the associated data binds the
+    client's key, which is not stored, so a record cannot be re-sealed without its retry).
+    """
+    rows = sess.execute(
+        select(IdempotencyRow.response_ct).where(
+            IdempotencyRow.tenant_id == tenant,
+            IdempotencyRow.user_id == user,
+            IdempotencyRow.agent_id == agent,
+            IdempotencyRow.response_ct.is_not(None),
+            IdempotencyRow.created_at > live_after,
+        )
+    ).scalars()
+    versions = (envelope_key_version(bytes(ct)) for ct in rows if ct is not None)
+    return {v for v in versions if v is not None}
 
 
 def purge_expired(

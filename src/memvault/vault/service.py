@@ -85,7 +85,7 @@ class Vault:
         group_commit_window_ms: float = DEFAULT_WINDOW_MS,
     ) -> None:
         self.parts = parts
-        self.codec = NoteCodec(parts.keyring)
+        self.codec = NoteCodec(parts.keyring, erasing=parts.guard.erasing)
         self.fault: FaultHook = _no_fault
         self._note_locks = [threading.Lock() for _ in range(NOTE_LOCK_STRIPES)]
         self.group_commit = GroupCommitter(
@@ -232,7 +232,7 @@ class ScopedVault(ScopedReads):
 
     @contextmanager
     def _guarded(self) -> Iterator[None]:
-        with self._parts.guard.using(self.scope.tenant, self.scope.user):
+        with self._parts.guard.using(self.scope.tenant, self.scope.user, self.scope.agent):
             yield
 
     def _writer(self) -> NoteWriter:

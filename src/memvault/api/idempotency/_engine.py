@@ -258,7 +258,7 @@ class IdempotencyEngine:
             return
         guard = getattr(getattr(self.services.vault, "parts", None), "guard", None)
         using: AbstractContextManager[Any] = (
-            guard.using(call.tenant, call.user) if guard is not None else nullcontext()
+            guard.using(call.tenant, call.user, call.agent) if guard is not None else nullcontext()
         )
         try:
             with using:
