@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from memvault.embed import Embedder
 from memvault.errors import DecryptionError
 from memvault.keyring import Keyring, ScopeAead, associated_data
 from memvault.scope import Scope
@@ -38,3 +39,33 @@ def test_null_envelope_refused_by_real_aead(tmp_path: Path) -> None:
             real.aead_for(scope).decrypt(envelope, b"")
         with pytest.raises(DecryptionError):
             NullAead(scope, 1).decrypt(real.aead_for(scope).encrypt(b"x", b""), b"")
+
+
+def test_null_keyring_defines_every_public_keyring_method() -> None:
+    """A method left to `Keyring` itself would run without the wrapper's state (an
+    AttributeError at run time, as `check_erasable` did for `open_services`)."""
+    import inspect
+
+    for name in dir(Keyring):
+        static = inspect.getattr_static(Keyring, name)
+        if name.startswith("_") or not callable(static):
+            continue
+        assert name in vars(NullKeyring), name
+
+
+def test_open_services_runs_on_a_null_keyring(tmp_path: Path, embedder: Embedder) -> None:
+    from memvault.config import Settings
+    from memvault.keyring import FileMasterKey
+    from memvault.runtime.factory import open_services
+
+    settings = Settings(data_dir=tmp_path)
+    keyring = NullKeyring.open(
+        settings.resolved_keystore_url(), FileMasterKey(settings.resolved_master_key_file())
+    )
+    services = open_services(settings, embedder=embedder, keyring=keyring)
+    try:
+        scoped = services.vault.scoped(Scope("tenant-a", "user-1", "agent-1"))
+        note = scoped.add("the null keyring stores this without encryption")
+        assert scoped.get(note.id).text.startswith("the null keyring")
+    finally:
+        services.close()

@@ -6,7 +6,10 @@ format byte is 0, so a real `ScopeAead` refuses it.
 
 from __future__ import annotations
 
+import inspect
 import struct
+from collections.abc import Callable
+from typing import Any
 
 from memvault.errors import DecryptionError
 from memvault.keyring import (
@@ -104,3 +107,30 @@ class NullKeyring(Keyring):
 
     def __repr__(self) -> str:
         return f"NullKeyring({self._inner!r})"
+
+
+def _forwarder(name: str) -> Callable[..., Any]:
+    def forward(self: NullKeyring, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self._inner, name)(*args, **kwargs)
+
+    forward.__name__ = name
+    forward.__doc__ = f"Delegates `Keyring.{name}` to the wrapped keyring."
+    return forward
+
+
+def _forward_the_rest() -> None:
+    """Every public `Keyring` method `NullKeyring` does not define goes to the wrapped keyring.
+
+    `Keyring`'s own method would run on this wrapper, which has none of its state (the wrapper
+    never calls `super().__init__`); a method added to `Keyring` later is covered the same way.
+    """
+    for name in dir(Keyring):
+        static = inspect.getattr_static(Keyring, name)
+        if name.startswith("_") or name in vars(NullKeyring) or not callable(static):
+            continue
+        if isinstance(static, classmethod | staticmethod):
+            continue
+        setattr(NullKeyring, name, _forwarder(name))
+
+
+_forward_the_rest()
