@@ -31,6 +31,52 @@ SHARED_DATA = Path(
 )
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`--dist loadgroup`): the tests sharing a fixture wider than one test,
+    a live server or a loaded model, stay on one worker, which builds it once (not once per
+    worker): per module for a module's or class's fixture, per package for a package's, and
+    per folder for a session fixture a sub-folder's conftest adds (test_embed's models). A test
+    already in a group keeps it; the rest are dealt out one by one."""
+    for item in items:
+        if not item.get_closest_marker("xdist_group"):
+            group = _shared_fixture_group(item)
+            if group:
+                item.add_marker(pytest.mark.xdist_group(group))
+        if config.getvalue("loadgroup") and hasattr(item, "_id"):
+            _suffix_group(item)
+
+
+def _shared_fixture_group(item: pytest.Item) -> str | None:
+    groups: dict[int, str] = {}
+    for defs in item._fixtureinfo.name2fixturedefs.values():  # type: ignore[attr-defined]
+        fixture = defs[-1]
+        if fixture.scope in ("module", "class"):
+            groups[1] = item.nodeid.split("::")[0]
+        elif fixture.scope == "package" or (
+            fixture.scope == "session"
+            and fixture.baseid not in ("", "tests")
+            and len(defs) == 1  # an override of a root fixture is built per worker anyway
+            and not getattr(fixture, "_autouse", False)
+        ):
+            groups[0] = fixture.baseid
+    return groups[min(groups)] if groups else None
+
+
+def _suffix_group(item: pytest.Item) -> None:
+    """xdist 3.8 tells the scheduler an item's group by a `@group` suffix on its node id, which
+    it writes to `item._nodeid`; pytest 9.2 keeps the id in `item._id` (structured), so the
+    suffix is lost and every group is dealt out test by test (pytest-xdist issue 1386). Until
+    xdist writes it there, this does, as xdist would."""
+    names = sorted(
+        str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+        for mark in item.iter_markers("xdist_group")
+    )
+    if names and "@" not in item.nodeid.rpartition("]")[2]:
+        node_id = item._id  # type: ignore[attr-defined]
+        item._id = type(node_id).parse(f"{item.nodeid}@{'_'.join(names)}")  # type: ignore[attr-defined]
+
+
 @pytest.fixture(scope="session", autouse=True)
 def pg_worker_database() -> Iterator[None]:
     """Under pytest-xdist, a PostgreSQL database of this worker's own for the whole session.
