@@ -102,6 +102,9 @@ def pg_worker_database() -> Iterator[None]:
     try:
         with engine.connect() as conn:
             conn.execute(text(f'CREATE DATABASE "{name}"'))
+            # A throwaway database need not wait for each commit's WAL flush (2.5 ms here): a
+            # commit is as visible and as ordered, only lost if the server itself crashed.
+            conn.execute(text(f'ALTER DATABASE "{name}" SET synchronous_commit = off'))
         locking = create_engine(base)
         try:
             with locking.begin() as conn:
