@@ -43,7 +43,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             group = _shared_fixture_group(item)
             if group:
                 item.add_marker(pytest.mark.xdist_group(group))
-        if config.getvalue("loadgroup") and hasattr(item, "_id"):
+        if config.getoption("loadgroup", default=False) and hasattr(item, "_id"):
             _suffix_group(item)
 
 
