@@ -145,13 +145,15 @@ def test_without_createrole_a_missing_app_role_is_refused_with_one_line(
 
 @pytest.mark.parametrize(
     "setting",
-    ["SET row_security = off", "IN DATABASE test SET search_path = public"],
+    ["SET row_security = off", "IN DATABASE {db} SET search_path = public"],
 )
 def test_the_server_refuses_an_app_role_with_its_own_settings(
     cluster: Cluster, setting: str
 ) -> None:
     app = cluster.role("LOGIN")
     schema = cluster.schema()
+    db_name = make_url(cluster.admin_url).database  # the test run's (a worker's own under xdist)
+    setting = setting.format(db=f'"{db_name}"')
     upgrade_database(cluster.admin_url, schema=schema, app_role=app)
     # The app role needs no privilege to set its own defaults: SQL injected as it can.
     cluster.run(cluster.url(app), f"ALTER ROLE {app} {setting}")
@@ -164,7 +166,7 @@ def test_the_server_refuses_an_app_role_with_its_own_settings(
         assert f"role {app} has per-role settings ({name}" in message
         assert "\n" not in message and "off" not in message.replace("RESET", "")
         cluster.run(cluster.admin_url, f"ALTER ROLE {app} RESET ALL")
-        cluster.run(cluster.admin_url, f"ALTER ROLE {app} IN DATABASE test RESET ALL")
+        cluster.run(cluster.admin_url, f'ALTER ROLE {app} IN DATABASE "{db_name}" RESET ALL')
         db.migrate()  # serves again once the settings are gone
     finally:
         db.dispose()

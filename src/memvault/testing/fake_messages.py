@@ -121,7 +121,10 @@ class FakeMessagesServer:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name="fake-messages", daemon=True
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},  # `close` waits for one poll: not 0.5 s
+            name="fake-messages",
+            daemon=True,
         )
         self._thread.start()
         return self
