@@ -17,6 +17,7 @@ and signed into erase receipts.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from sqlalchemy import Engine, MetaData, text
@@ -108,19 +109,62 @@ def check_erasable(engine: Engine) -> None:
         )
 
 
-def scrub(engine: Engine) -> None:
-    """Rewrite the keystore tables, switch the WAL and checkpoint; `ScrubFailed`-worthy errors
-    propagate as `KeystoreNotErasable` naming what failed (never a URL)."""
+HORIZON_WAIT_SECONDS = 30.0
+"""How long a scrub waits for transactions older than it to end before it gives up (the erase
+then goes round again, and its job never ends `done` unverified)."""
+
+# True once nothing that began before `:x` (the next transaction id when the scrub started, so
+# after the shred committed) can still see the deleted rows: no transaction id older than it
+# runs anywhere in the cluster (ids are cluster-wide, and a running one in *any* database holds
+# back what VACUUM may drop), no other session of this database holds an older snapshot, and no
+# replication slot pins an older xmin. `VACUUM FULL` copies every row such a transaction might
+# still see into the new file, so before this holds it would copy the erased keys.
+_HORIZON_PASSED = text(
+    "WITH x AS (SELECT (CAST(:x AS text)::bigint % 4294967296)::text::xid AS xid)"
+    " SELECT pg_snapshot_xmin(pg_current_snapshot()) >= CAST(:x AS text)::xid8"
+    " AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a, x"
+    "   WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()"
+    "   AND a.backend_xmin IS NOT NULL AND age(a.backend_xmin) > age(x.xid))"
+    " AND NOT EXISTS (SELECT 1 FROM pg_replication_slots s, x"
+    "   WHERE s.xmin IS NOT NULL AND age(s.xmin) > age(x.xid))"
+)
+
+
+def _wait_for_horizon(conn: Any, wait_seconds: float) -> None:
+    """Wait until no transaction that could see the shredded rows is left (`_HORIZON_PASSED`)."""
+    x = conn.execute(text("SELECT pg_snapshot_xmax(pg_current_snapshot())::text")).scalar_one()
+    deadline = time.monotonic() + wait_seconds
+    delay = 0.05
+    while not conn.execute(_HORIZON_PASSED, {"x": x}).scalar_one():
+        if time.monotonic() >= deadline:
+            raise KeystoreNotErasable(
+                "a transaction older than the shred is still open on the keystore's PostgreSQL "
+                f"server after {wait_seconds:g} s (in any database, or a replication slot): "
+                "VACUUM FULL would copy the deleted keys; the scrub will be tried again"
+            )
+        time.sleep(delay)
+        delay = min(delay * 2, 1.0)
+
+
+def scrub(engine: Engine, *, wait_seconds: float | None = None) -> None:
+    """Wait for older transactions to end, rewrite the keystore tables, switch the WAL and
+    checkpoint; `ScrubFailed`-worthy errors propagate as `KeystoreNotErasable` naming what failed
+    (never a URL)."""
     autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
-    step = "VACUUM FULL"
+    wait = HORIZON_WAIT_SECONDS if wait_seconds is None else wait_seconds
+    step = "waiting for older transactions"
     try:
         with autocommit.connect() as conn:
+            _wait_for_horizon(conn, wait)
+            step = "VACUUM FULL"
             for table in KEYSTORE_TABLES:
                 conn.execute(text(f'VACUUM (FULL) "{table}"'))
             step = "pg_switch_wal()"
             conn.execute(text("SELECT pg_switch_wal()"))
             step = "CHECKPOINT"
             conn.execute(text("CHECKPOINT"))
+    except KeystoreNotErasable:
+        raise
     except Exception as exc:
         raise KeystoreNotErasable(
             f"the keystore scrub failed at {step} ({type(exc).__name__}): the keys are deleted, "
