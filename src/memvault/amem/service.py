@@ -83,14 +83,26 @@ class Amem:
             return {}
         return construction_attrs(self.offline, text)
 
-    def after_add(self, view: ScopedVault, notes: Sequence[Note], new_ids: set[str]) -> list[Note]:
+    def after_add(
+        self,
+        view: ScopedVault,
+        notes: Sequence[Note],
+        new_ids: set[str],
+        *,
+        background: bool = False,
+    ) -> list[Note]:
         """Queue every new note's enrichment; run it inline with the offline judge.
 
-        `new_ids` are the notes this add stored (the others are live twins it returned)."""
+        `new_ids` are the notes this add stored (the others are live twins it returned).
+        `background` (a batch write): leave it to the job worker when one runs."""
         assert self.jobs is not None, "Amem.jobs is set by amem.wiring.install"
         fresh = [n for n in notes if n.id in new_ids]
         tenant = view.scope.tenant
-        inline = self.inline(tenant) and not self.defer_inline()
+        inline = (
+            self.inline(tenant)
+            and not self.defer_inline()
+            and not (background and self.worker is not None)
+        )
         self.jobs.enqueue(
             tenant, [(n.id, n.user, n.agent, view.scope.agent) for n in fresh], claimed=inline
         )

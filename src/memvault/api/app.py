@@ -16,6 +16,7 @@ from memvault.api import (
     routes_admin,
     routes_amem,
     routes_audit,
+    routes_batch,
     routes_dsar,
     routes_erasure,
     routes_keys,
@@ -102,6 +103,7 @@ def create_app(services: Services, *, operator_key: str | None = None) -> FastAP
         requests.labels(getattr(route, "path", "unmatched"), str(status)).inc()
 
     install_error_handlers(app)
+    app.include_router(routes_batch.router)
     app.include_router(routes_memories.router)
     app.include_router(routes_admin.router)
     app.include_router(routes_audit.router)

@@ -20,8 +20,13 @@ class NoteHooks(Protocol):
     def construct(self, scope: Scope, text: str, note_type: str) -> dict[str, Any]:
         """Sealed attributes of a new note, from its screened text (may be empty)."""
 
-    def after_add(self, view: Any, notes: Sequence[Note], new_ids: set[str]) -> list[Note]:
+    def after_add(
+        self, view: Any, notes: Sequence[Note], new_ids: set[str], *, background: bool = False
+    ) -> list[Note]:
         """Run after an add is durable; returns the notes (possibly annotated), in order.
+
+        `background`: a batch write asks for its follow-up work to run off the request
+        (as jobs), where the layer has a worker for it.
 
         `view` is the `memvault.vault.service.ScopedVault` that wrote (typed loosely so this
         protocol, beneath the service, never imports it)."""

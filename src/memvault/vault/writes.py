@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from memvault.batcher import Arrival
-from memvault.errors import InvalidRequest, NotFound
+from memvault.errors import InvalidRequest, NotFound, VaultError
 from memvault.ids import canonical_uuid, uuid7
 from memvault.scope import WILDCARD_READER
 from memvault.store.models import LinkRow, NoteRow
@@ -88,16 +88,36 @@ class NoteWriter:
         """
         with self._vault.group_commit.arriving() as arrival:
             self._arrival = arrival
-            prepared = [self.prepare(d) for d in drafts]
-            results: list[Note | None] = [None] * len(prepared)
-            fresh: list[tuple[int, Prepared]] = []
-            seen: dict[str, int] = {}
-            for i, item in enumerate(prepared):
-                if item.row.content_hash not in seen:
-                    seen[item.row.content_hash] = i
-                    fresh.append((i, item))
-            if fresh:
-                self._store(fresh, results)
+            return self._store_prepared([self.prepare(d) for d in drafts])
+
+    def add_each(
+        self, drafts: Sequence[NoteDraft], refusals: tuple[type[VaultError], ...]
+    ) -> list[Note | VaultError]:
+        """`add_many` with independent drafts: a draft whose validation or screen raises one of
+        `refusals` gets that error in its place, and the others are stored together."""
+        with self._vault.group_commit.arriving() as arrival:
+            self._arrival = arrival
+            outcomes: list[Prepared | VaultError] = []
+            for draft in drafts:
+                try:
+                    outcomes.append(self.prepare(draft))
+                except refusals as exc:
+                    outcomes.append(exc)
+            stored = iter(self._store_prepared([o for o in outcomes if isinstance(o, Prepared)]))
+        return [next(stored) if isinstance(o, Prepared) else o for o in outcomes]
+
+    def _store_prepared(self, prepared: Sequence[Prepared]) -> list[Note]:
+        """Store prepared drafts (inside `group_commit.arriving`); a duplicate inside the
+        batch returns the same note as its first copy."""
+        results: list[Note | None] = [None] * len(prepared)
+        fresh: list[tuple[int, Prepared]] = []
+        seen: dict[str, int] = {}
+        for i, item in enumerate(prepared):
+            if item.row.content_hash not in seen:
+                seen[item.row.content_hash] = i
+                fresh.append((i, item))
+        if fresh:
+            self._store(fresh, results)
         for i, item in enumerate(prepared):
             if results[i] is None:  # a duplicate inside the batch: same as its first copy
                 results[i] = results[seen[item.row.content_hash]]

@@ -1,0 +1,112 @@
+"""`POST /v1/memories/batch`: up to 256 independent adds in one request.
+
+Each item has exactly the fields of `POST /v1/memories` (validated with its schema, `AddMemory`,
+one item at a time), so one bad item is reported in its place and never fails the others. The
+stored items share one embedding call, one transaction and one index upsert
+(`memvault.vault.batch_add`); each stored note gets its own `note.added` audit event, written
+together. With an `Idempotency-Key`, the whole answer is stored under the key (the middleware in
+`api/idempotency`), so a retry of the same batch replays every item in its place: item `i` of a
+batch is answered by (key, `i`). See docs/api.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends
+from pydantic import BaseModel, Field, ValidationError
+
+from memvault.api.deps import AgentDep, ScopedVaultDep, ServicesDep, only_query_params
+from memvault.api.errors import bounded, describe_validation_errors
+from memvault.api.lanes import in_write_pool
+from memvault.api.schemas import AddMemory, NoteOut, Strict
+from memvault.errors import InvalidRequest, ScreenRefused, VaultError
+from memvault.vault.batch_add import MAX_BATCH_ITEMS, add_each
+from memvault.vault.drafts import NoteDraft
+from memvault.vault.notes import Note
+
+router = APIRouter(prefix="/v1/memories", tags=["memories"])
+
+
+class AddMemoryBatch(Strict):
+    items: list[Any] = Field(
+        min_length=1,
+        max_length=MAX_BATCH_ITEMS,
+        description=f"1-{MAX_BATCH_ITEMS} notes, each with the fields of `POST /v1/memories`. "
+        "An item that breaks that schema is answered in its place (`invalid_request`); the "
+        "others are stored.",
+        json_schema_extra={"items": {"$ref": "#/components/schemas/AddMemory"}},
+    )
+
+
+class ItemError(BaseModel):
+    code: str = Field(description="`credential_refused`, `invalid_request`, `too_short`, ...")
+    message: str = Field(description="Names the field or detector, never the value.")
+
+
+class BatchItemError(BaseModel):
+    error: ItemError
+
+
+class BatchResponse(BaseModel):
+    results: list[NoteOut | BatchItemError] = Field(
+        description="One per item, in order: the note as `POST /v1/memories` returns it, or "
+        "the error that refused that item alone."
+    )
+
+
+def _error(exc: VaultError) -> BatchItemError:
+    return BatchItemError(error=ItemError(code=exc.code, message=bounded(exc.message)))
+
+
+def _draft(item: object) -> NoteDraft | VaultError:
+    """One item as a draft, validated like the body of `POST /v1/memories`, or its error."""
+    if not isinstance(item, dict):
+        return InvalidRequest("an item must be an object with the fields of POST /v1/memories")
+    try:
+        body = AddMemory.model_validate(item)
+    except ValidationError as exc:
+        return InvalidRequest(describe_validation_errors(exc.errors()))
+    except (InvalidRequest, ScreenRefused) as exc:  # raised by a field's own check
+        return exc
+    return NoteDraft(
+        body.text,
+        body.visibility,
+        body.readers,
+        body.note_type,
+        body.topics,
+        body.source,
+        body.ttl_days,
+        body.session_id,
+        body.occurred_at,
+    )
+
+
+@router.post("/batch", dependencies=[Depends(only_query_params())])
+@in_write_pool
+def add_memories(
+    body: AddMemoryBatch, vault: ScopedVaultDep, caller: AgentDep, services: ServicesDep
+) -> BatchResponse:
+    """Screen, encrypt and store up to 256 memories; answers one result per item, in order.
+
+    Same scope and rules as `POST /v1/memories` for every item. An item refused by the screen
+    or invalid is answered with its error; the others are stored (200 either way).
+    """
+    drafts = [_draft(item) for item in body.items]
+    valid = [d for d in drafts if isinstance(d, NoteDraft)]
+    stored = iter(add_each(vault, valid) if valid else [])
+    outcomes = [next(stored) if isinstance(d, NoteDraft) else d for d in drafts]
+    scope = caller.scope
+    events = [
+        (
+            {"user_id": scope.user, "agent_id": scope.agent, "note_id": o.id},
+            {"visibility": o.visibility, "redacted": len(o.redacted), "flags": len(o.flags)},
+        )
+        for o in outcomes
+        if isinstance(o, Note)
+    ]
+    if events:
+        services.audit.record_many(scope.tenant, caller.key_id, "note.added", events)
+    return BatchResponse(
+        results=[NoteOut.of(o) if isinstance(o, Note) else _error(o) for o in outcomes]
+    )
