@@ -11,48 +11,20 @@ batch is answered by (key, `i`). See docs/api.md.
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Depends
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import ValidationError
 
 from memvault.api.deps import AgentDep, ScopedVaultDep, ServicesDep, only_query_params
 from memvault.api.errors import bounded, describe_validation_errors
 from memvault.api.lanes import in_write_pool
-from memvault.api.schemas import AddMemory, NoteOut, Strict
+from memvault.api.schemas import AddMemory, NoteOut
+from memvault.api.schemas_batch import AddMemoryBatch, BatchItemError, BatchResponse, ItemError
 from memvault.errors import InvalidRequest, ScreenRefused, VaultError
-from memvault.vault.batch_add import MAX_BATCH_ITEMS, add_each
+from memvault.vault.batch_add import add_each
 from memvault.vault.drafts import NoteDraft
 from memvault.vault.notes import Note
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
-
-
-class AddMemoryBatch(Strict):
-    items: list[Any] = Field(
-        min_length=1,
-        max_length=MAX_BATCH_ITEMS,
-        description=f"1-{MAX_BATCH_ITEMS} notes, each with the fields of `POST /v1/memories`. "
-        "An item that breaks that schema is answered in its place (`invalid_request`); the "
-        "others are stored.",
-        json_schema_extra={"items": {"$ref": "#/components/schemas/AddMemory"}},
-    )
-
-
-class ItemError(BaseModel):
-    code: str = Field(description="`credential_refused`, `invalid_request`, `too_short`, ...")
-    message: str = Field(description="Names the field or detector, never the value.")
-
-
-class BatchItemError(BaseModel):
-    error: ItemError
-
-
-class BatchResponse(BaseModel):
-    results: list[NoteOut | BatchItemError] = Field(
-        description="One per item, in order: the note as `POST /v1/memories` returns it, or "
-        "the error that refused that item alone."
-    )
 
 
 def _error(exc: VaultError) -> BatchItemError:

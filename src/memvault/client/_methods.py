@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from memvault.client import _calls
+from memvault.client import _batch, _calls
 from memvault.client._plan import Emit, Flow, Items, Sleep, StreamLines, call, flow, items
 from memvault.client.errors import ErasureTimeout
 from memvault.client.models import (
@@ -98,6 +98,8 @@ class Methods:
     signatures are those of the functions named here."""
 
     add = call(_calls.add)
+    add_many = flow(_batch.add_many)
+    add_batch = call(_batch.add_batch)
     search = call(_calls.search)
     get = call(_calls.get)
     list = call(_calls.list_notes)

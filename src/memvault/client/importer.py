@@ -1,11 +1,13 @@
 """Import memories from mem0 (its `get_all` / export JSON) or from JSON lines, over REST.
 
-Every record goes through the server's write screen like any other write. The import is
-idempotent and resumable: each record's `Idempotency-Key` is derived from the target scope, the
-record's id and a hash of its text, so a rerun (or a run resumed after an interruption) replays
-the first answers instead of writing again, and past the server's 24 hours its exact-duplicate
-check returns the existing note. The report names records by their index in the file and
-refusals by detector; it never holds a memory's text.
+Records are sent with the SDK's `add_many` (`POST /v1/memories/batch`), up to 256 per request
+per target scope, and every record goes through the server's write screen like any other write:
+a refused record is answered in its place and never stops the others. The import is idempotent
+and resumable: each chunk's `Idempotency-Key` is derived from the keys of its records (target
+scope, record id, a hash of its text: `idempotency_key`), so a rerun of the same file (or a run
+resumed after an interruption) replays the first answers instead of writing again, and past the
+server's 24 hours its exact-duplicate check returns the existing note. The report names records
+by their index in the file and refusals by detector; it never holds a memory's text.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from memvault.client import _calls
 from memvault.client.errors import (
     ApiError,
     AuthenticationError,
@@ -39,6 +40,7 @@ from memvault.client.import_records import (
     read_jsonl,
     read_mem0,
 )
+from memvault.client.models import Note
 from memvault.client.sync import Client
 from memvault.scope import SHARED_AGENT
 from memvault.screening import id_credential
@@ -57,7 +59,8 @@ __all__ = [
     "read_mem0",
 ]
 
-REPLAYED = "idempotent-replayed"
+CHUNK = 256
+"""Records per `add_many` request (the batch route's most)."""
 FATAL = (
     AuthenticationError,
     ForbiddenError,
@@ -204,15 +207,86 @@ class Importer:
             if self._api_key is not None:
                 with self._make(self._base_url, self._api_key) as client:
                     scope = "key:" + _key_id(self._api_key)
-                    for record in records:
-                        report.outcomes.append(self._one(client, record, scope))
-                        if advance:
-                            advance(1)
+                    self._send_all(report, [(r, (client, scope)) for r in records], advance)
             else:
                 self._run_as_admin(records, report, advance)
         except FATAL as exc:
             report.stopped = f"{getattr(exc, 'code', type(exc).__name__)}: {exc.message}"
+        report.outcomes.sort(key=lambda o: o.index)
         return report
+
+    def _send_all(
+        self,
+        report: ImportReport,
+        targets: list[tuple[ImportRecord, tuple[Client, str] | Outcome]],
+        advance: Callable[[int], None] | None,
+    ) -> None:
+        """Records checked here get their outcome at once; the others go to their scope's
+        client in chunks of `CHUNK` (`Client.add_many`), in file order within each scope."""
+        pending: dict[str, tuple[Client, list[tuple[ImportRecord, dict[str, Any]]]]] = {}
+        for record, target in targets:
+            item = target if isinstance(target, Outcome) else self._item(record)
+            if isinstance(item, Outcome):
+                report.outcomes.append(_at(record.index, item))
+                if advance:
+                    advance(1)
+            elif not isinstance(target, Outcome):
+                client, scope = target
+                pending.setdefault(scope, (client, []))[1].append((record, item))
+        for scope, (client, group) in pending.items():
+            for start in range(0, len(group), CHUNK):
+                chunk = group[start : start + CHUNK]
+                report.outcomes.extend(self._chunk(client, scope, chunk))
+                if advance:
+                    advance(len(chunk))
+
+    def _item(self, record: ImportRecord) -> dict[str, Any] | Outcome:
+        """The note a record becomes (`add`'s fields), or its outcome without a request."""
+        if record.problem is not None:
+            return Outcome(record.index, "invalid", code="invalid_record", message=record.problem)
+        if not record.text.strip():
+            return Outcome(record.index, "skipped", message="no text")
+        ttl_days = None
+        if record.expires_at is not None:
+            ttl_days = (record.expires_at - self._now).total_seconds() / 86_400
+            if ttl_days <= 0:
+                return Outcome(record.index, "expired")
+        # The record's id is not stored: mem0's UUIDs hold digit runs the PII screen would
+        # redact as phone numbers. It keys the idempotency instead.
+        return {
+            "text": record.text,
+            "note_type": record.note_type,
+            "topics": list(record.topics) or None,
+            "source": record.source or self._source_prefix,
+            "ttl_days": ttl_days,
+        }
+
+    def _chunk(
+        self, client: Client, scope: str, chunk: list[tuple[ImportRecord, dict[str, Any]]]
+    ) -> list[Outcome]:
+        """One `add_many` request for a chunk of one scope's records: an outcome per record."""
+        keys = "\0".join(idempotency_key(record, scope) for record, _ in chunk)
+        key = "imp-" + hashlib.sha256(keys.encode()).hexdigest()
+        try:
+            results = client.add_many([item for _, item in chunk], idempotency_key=key)
+        except FATAL:
+            raise
+        except ApiError as exc:  # e.g. 409 scope_erasing: these records, not the run
+            return [
+                Outcome(r.index, "failed", code=exc.code, message=exc.message) for r, _ in chunk
+            ]
+        return [self._outcome(r.index, res) for (r, _), res in zip(chunk, results, strict=True)]
+
+    def _outcome(self, index: int, result: Note | MemvaultError) -> Outcome:
+        if isinstance(result, ScreenRefusedError):
+            return Outcome(index, "refused", code=result.code, detector=result.detector)
+        if isinstance(result, InvalidRequestError):
+            return Outcome(index, "invalid", code=result.code, message=result.message)
+        if isinstance(result, MemvaultError):
+            return Outcome(index, "failed", code=result.code, message=result.message)
+        # A replayed chunk, or the exact-duplicate check, returns a note from an earlier run.
+        existed = _before(result.created_at, self._now)
+        return Outcome(index, "present" if existed else "added", note_id=result.id)
 
     def _run_as_admin(
         self,
@@ -224,10 +298,10 @@ class Importer:
         clients: dict[tuple[str, str], tuple[Client, str] | Outcome] = {}
         with self._make(self._base_url, self._admin_key) as admin:
             try:
-                for record in records:
-                    report.outcomes.append(self._admin_one(admin, clients, record, report))
-                    if advance:
-                        advance(1)
+                targets = [
+                    (record, self._admin_one(admin, clients, record, report)) for record in records
+                ]
+                self._send_all(report, targets, advance)
             finally:
                 for entry in clients.values():
                     if isinstance(entry, Outcome):
@@ -244,9 +318,10 @@ class Importer:
         clients: dict[tuple[str, str], tuple[Client, str] | Outcome],
         record: ImportRecord,
         report: ImportReport,
-    ) -> Outcome:
-        """One record under its own user and agent: its ids are checked, then a key is issued
-        for its scope (once per scope; a refusal is remembered for the scope's other records)."""
+    ) -> tuple[Client, str] | Outcome:
+        """Where one record goes under its own user and agent (its scope's client and name),
+        or its outcome: its ids are checked, then a key is issued for its scope (once per
+        scope; a refusal is remembered for the scope's other records)."""
         if record.problem is not None:
             return Outcome(record.index, "invalid", code="invalid_record", message=record.problem)
         for name, value in (("user_id", record.user_id), ("agent_id", record.agent_id)):
@@ -281,44 +356,13 @@ class Importer:
                 entry = (self._make(self._base_url, issued.api_key), issued.key_id)
             clients[(user, agent)] = entry
         if isinstance(entry, Outcome):
-            return Outcome(record.index, entry.status, entry.code, entry.detector, entry.message)
-        return self._one(entry[0], record, f"scope:{user}/{agent}")
+            return _at(record.index, entry)
+        return entry[0], f"scope:{user}/{agent}"
 
-    def _one(self, client: Client, record: ImportRecord, scope: str) -> Outcome:
-        if record.problem is not None:
-            return Outcome(record.index, "invalid", code="invalid_record", message=record.problem)
-        if not record.text.strip():
-            return Outcome(record.index, "skipped", message="no text")
-        ttl_days = None
-        if record.expires_at is not None:
-            ttl_days = (record.expires_at - self._now).total_seconds() / 86_400
-            if ttl_days <= 0:
-                return Outcome(record.index, "expired")
-        # The record's id is not stored: mem0's UUIDs hold digit runs the PII screen would
-        # redact as phone numbers. It keys the idempotency instead.
-        source = record.source or self._source_prefix
-        call = _calls.add(
-            record.text,
-            note_type=record.note_type,
-            topics=list(record.topics) or None,
-            source=source,
-            ttl_days=ttl_days,
-            idempotency_key=idempotency_key(record, scope),
-        )
-        response = client._send(call)  # the replay header tells an earlier run's write apart
-        try:
-            _calls.raise_for_error(response)
-        except ScreenRefusedError as exc:
-            return Outcome(record.index, "refused", code=exc.code, detector=exc.detector)
-        except FATAL:
-            raise
-        except InvalidRequestError as exc:
-            return Outcome(record.index, "invalid", code=exc.code, message=exc.message)
-        except ApiError as exc:  # e.g. 409 scope_erasing: this record, not the run
-            return Outcome(record.index, "failed", code=exc.code, message=exc.message)
-        note = call.parse(response)
-        existed = response.headers.get(REPLAYED) == "true" or _before(note.created_at, self._now)
-        return Outcome(record.index, "present" if existed else "added", note_id=note.id)
+
+def _at(index: int, outcome: Outcome) -> Outcome:
+    """`outcome` for the record at `index`."""
+    return Outcome(index, outcome.status, outcome.code, outcome.detector, outcome.message)
 
 
 def _before(created_at: str, start: datetime) -> bool:
