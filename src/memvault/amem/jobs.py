@@ -218,7 +218,8 @@ class AmemJobs:
 
 
 class AmemWorker:
-    """A daemon thread that runs due jobs of every tenant every `POLL_SECONDS`."""
+    """A daemon thread that runs due jobs of every tenant: pass after pass while passes
+    finish jobs (a batch write queues hundreds), then every `POLL_SECONDS` or when woken."""
 
     def __init__(self, jobs: AmemJobs, tenants: Callable[[], list[str]]) -> None:
         self._jobs = jobs
@@ -255,6 +256,7 @@ class AmemWorker:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            self.run_once()
+            if self.run_once() > 0:
+                continue  # a pass takes at most `BATCH` jobs a tenant: more may be due now
             self._wake.wait(POLL_SECONDS)
             self._wake.clear()

@@ -195,7 +195,8 @@ class Importer:
     def run(
         self, records: list[ImportRecord], advance: Callable[[int], None] | None = None
     ) -> ImportReport:
-        """Import every record; `advance(1)` is called after each one (a progress bar).
+        """Import every record; `advance(n)` is called after each `n` records (a progress
+        bar): 1 for a record settled here, the size of a batch once it is answered.
 
         A bad record never stops the run: it gets its outcome in the report. Only an error
         about the run itself (`FATAL`: a wrong key, the server away) stops it; the report then
