@@ -175,3 +175,22 @@ def test_the_route_is_in_the_openapi_document(api: Api) -> None:
     assert items["maxItems"] == 256 and items["minItems"] == 1
     assert "200" in op["responses"]
     assert "BatchItemError" in spec["components"]["schemas"]
+
+
+def test_a_batch_keeps_a_mem_on_and_answers_duplicates_with_one_note(
+    make_services: ServicesFactory,
+) -> None:
+    api = Api(make_services("sqlite", amem=True))
+    key = api.agent_key("acme", "alice", "planner")
+    existing = api.add(key, "Alice walks her dog Biscuit every morning")
+    items = [
+        {"text": "Alice walks her dog Biscuit every morning"},  # a live twin: that note
+        {"text": "Alice feeds Biscuit salmon on Sundays"},
+        {"text": "Alice feeds Biscuit salmon on Sundays"},  # twice in one batch: one note
+    ]
+    results = batch(api, key, items).json()["results"]
+    assert results[0]["id"] == existing["id"]
+    assert results[1]["id"] == results[2]["id"] != existing["id"]
+    assert results[1]["enrichment"] in ("pending", "done")  # A-MEM ran or is queued
+    assert results[1]["keywords"]  # construction ran while the note was prepared
+    assert total(api, key) == 2
