@@ -106,7 +106,7 @@ def test_mem0_import_goes_through_add_many_and_a_bad_record_never_stops_it(
     )
     advanced: list[int] = []
     report = importer.run(records, advanced.append).as_dict()
-    assert calls == [4, 4, 1]  # 9 sendable records, chunks of 4
+    assert sorted(calls) == [1, 4, 4]  # 9 sendable records, chunks of 4 (2 in flight)
     assert sum(advanced) == 10
     assert (report["added"], report["refused"], report["invalid"]) == (8, 1, 1)
     assert [p["index"] for p in report["problems"]] == [5, 6]

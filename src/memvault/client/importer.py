@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -61,6 +63,9 @@ __all__ = [
 
 CHUNK = 256
 """Records per `add_many` request (the batch route's most)."""
+IN_FLIGHT = 2
+"""Chunks sent at once: the server screens one while it embeds the other (its embedder runs
+in a child process), which a lone request cannot overlap."""
 FATAL = (
     AuthenticationError,
     ForbiddenError,
@@ -234,12 +239,27 @@ class Importer:
             elif not isinstance(target, Outcome):
                 client, scope = target
                 pending.setdefault(scope, (client, []))[1].append((record, item))
-        for scope, (client, group) in pending.items():
-            for start in range(0, len(group), CHUNK):
-                chunk = group[start : start + CHUNK]
-                report.outcomes.extend(self._chunk(client, scope, chunk))
-                if advance:
-                    advance(len(chunk))
+        jobs = [
+            (client, scope, group[start : start + CHUNK])
+            for scope, (client, group) in pending.items()
+            for start in range(0, len(group), CHUNK)
+        ]
+        in_flight: deque[tuple[Future[list[Outcome]], int]] = deque()
+        error: BaseException | None = None
+        with ThreadPoolExecutor(IN_FLIGHT, thread_name_prefix="memvault-import") as pool:
+            for job in jobs:
+                if error is not None:
+                    break  # the run stops: no new chunk is sent
+                if len(in_flight) >= IN_FLIGHT:
+                    error = _collect(in_flight.popleft(), report, advance)
+                    if error is not None:
+                        break
+                in_flight.append((pool.submit(self._chunk, *job), len(job[2])))
+            while in_flight:  # what was sent is reported, even when the run stops
+                failed = _collect(in_flight.popleft(), report, advance)
+                error = error or failed
+        if error is not None:
+            raise error
 
     def _item(self, record: ImportRecord) -> dict[str, Any] | Outcome:
         """The note a record becomes (`add`'s fields), or its outcome without a request."""
@@ -359,6 +379,22 @@ class Importer:
         if isinstance(entry, Outcome):
             return _at(record.index, entry)
         return entry[0], f"scope:{user}/{agent}"
+
+
+def _collect(
+    entry: tuple[Future[list[Outcome]], int],
+    report: ImportReport,
+    advance: Callable[[int], None] | None,
+) -> BaseException | None:
+    """Wait for one sent chunk: its outcomes join the report, or its error is returned."""
+    future, size = entry
+    try:
+        report.outcomes.extend(future.result())
+    except FATAL as exc:
+        return exc
+    if advance:
+        advance(size)
+    return None
 
 
 def _at(index: int, outcome: Outcome) -> Outcome:
