@@ -95,6 +95,20 @@ _Pending = tuple[dict[str, str], dict[str, "str | None"], dict[str, Any]]
 """An event waiting for its transaction: its row's text columns, its subject and details."""
 
 
+def _pending(
+    tenant: str, actor: str, action: str, subject: dict[str, str | None], details: dict[str, Any]
+) -> _Pending:
+    """An event for the batcher: its row's text columns (canonical JSON), subject, details."""
+    row = {
+        "tenant_id": tenant,
+        "actor": actor,
+        "action": action,
+        "subject": canonical(subject).decode(),
+        "details": canonical(details).decode(),
+    }
+    return (row, subject, details)
+
+
 class _StaleHead(Exception):
     """The head this process knew is not the tenant's last event (rolls the batch back)."""
 
@@ -172,15 +186,8 @@ class AuditLog:
         for subject, details in events:
             for name, value in details.items():
                 check_detail(name, value)
-            clean_subject = self._subject(tenant, subject)
-            row = {
-                "tenant_id": tenant,
-                "actor": actor[:64],
-                "action": action[:64],
-                "subject": canonical(clean_subject).decode(),
-                "details": canonical(dict(details)).decode(),
-            }
-            pending.append((row, clean_subject, dict(details)))
+            clean = self._subject(tenant, subject)
+            pending.append(_pending(tenant, actor[:64], action[:64], clean, dict(details)))
         if not pending:
             return []
         appended: list[dict[str, Any]] = self._batcher(tenant).submit(pending)
@@ -213,14 +220,9 @@ class AuditLog:
         at once): the events that arrive while one transaction runs go into the next one, in
         arrival order, and each caller returns once its transaction has committed.
         """
-        row = {
-            "tenant_id": tenant,
-            "actor": actor,
-            "action": action,
-            "subject": canonical(subject).decode(),
-            "details": canonical(details).decode(),
-        }
-        event: dict[str, Any] = self._batcher(tenant).submit((row, subject, details))
+        event: dict[str, Any] = self._batcher(tenant).submit(
+            _pending(tenant, actor, action, subject, details)
+        )
         return event
 
     def _append_batch(self, tenant: str, pending: Sequence[_Pending]) -> list[dict[str, Any]]:
