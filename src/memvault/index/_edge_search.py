@@ -87,13 +87,9 @@ class EdgeReads:
         self, namespace: str, vector: Sequence[float], where: PointFilter, limit: int
     ) -> list[Hit]:
         """Exact cosine nearest neighbours among points matching `where`, best first."""
-        request = QueryRequest(
-            limit=max(limit, 0),
-            query=Query.Nearest(self._dense(vector), using=DENSE),
-            filter=edge_filter(where),
-            with_payload=True,
+        return self._nearest(
+            namespace, Query.Nearest(self._dense(vector), using=DENSE), where, limit
         )
-        return self._query(namespace, where, request, limit)
 
     def search_sparse(
         self, namespace: str, vector: SparseVector, where: PointFilter, limit: int
@@ -102,11 +98,14 @@ class EdgeReads:
 
         IDF is per partition: a user's scores do not move when another user writes.
         """
+        return self._nearest(
+            namespace, Query.Nearest(edge_sparse(vector), using=SPARSE), where, limit
+        )
+
+    def _nearest(self, namespace: str, query: Query, where: PointFilter, limit: int) -> list[Hit]:
+        """The `limit` points matching `where` nearest to `query`."""
         request = QueryRequest(
-            limit=max(limit, 0),
-            query=Query.Nearest(edge_sparse(vector), using=SPARSE),
-            filter=edge_filter(where),
-            with_payload=True,
+            limit=max(limit, 0), query=query, filter=edge_filter(where), with_payload=True
         )
         return self._query(namespace, where, request, limit)
 
