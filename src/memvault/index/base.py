@@ -9,12 +9,12 @@ scope is enforced inside the store, never after it.
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from memvault.errors import InvalidRequest
+from memvault.ids import canonical_uuid
 from memvault.text.vectors import RRF_K, SparseVector
 
 DENSE = "dense"
@@ -186,10 +186,10 @@ def validate_namespace(namespace: str) -> str:
 
 def canonical_point_id(point_id: str) -> str:
     """The canonical lowercase form of a UUID point id; `InvalidRequest` if it is not a UUID."""
-    try:
-        return str(uuid.UUID(str(point_id)))
-    except ValueError:
-        raise InvalidRequest("point id must be a UUID") from None
+    canonical = canonical_uuid(str(point_id))
+    if canonical is None:
+        raise InvalidRequest("point id must be a UUID")
+    return canonical
 
 
 def store_payload(payload: dict[str, Any]) -> dict[str, Any]:
