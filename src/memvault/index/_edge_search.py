@@ -20,7 +20,6 @@ from qdrant_edge import (
     ScrollRequest,
 )
 
-from memvault.errors import InvalidRequest
 from memvault.index._edge_convert import edge_filter, edge_sparse
 from memvault.index._edge_fanout import fuse_rrf, hit, merge
 from memvault.index._edge_layout import partition_folder_name
@@ -33,6 +32,7 @@ from memvault.index.base import (
     PointFilter,
     SparseVector,
     canonical_point_id,
+    dense_vector,
     validate_namespace,
 )
 
@@ -79,9 +79,7 @@ class EdgeReads:
         return results
 
     def _dense(self, vector: Sequence[float]) -> list[float]:
-        if len(vector) != self.dense_dim:
-            raise InvalidRequest(f"dense vector must have {self.dense_dim} dimensions")
-        return [float(x) for x in vector]
+        return dense_vector(vector, self.dense_dim)
 
     def search_dense(
         self, namespace: str, vector: Sequence[float], where: PointFilter, limit: int

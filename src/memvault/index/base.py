@@ -184,6 +184,13 @@ def validate_namespace(namespace: str) -> str:
     return namespace
 
 
+def dense_vector(vector: Sequence[float], dense_dim: int) -> list[float]:
+    """`vector` as plain floats; `InvalidRequest` unless it has `dense_dim` dimensions."""
+    if len(vector) != dense_dim:
+        raise InvalidRequest(f"dense vector must have {dense_dim} dimensions")
+    return [float(x) for x in vector]
+
+
 def canonical_point_id(point_id: str) -> str:
     """The canonical lowercase form of a UUID point id; `InvalidRequest` if it is not a UUID."""
     canonical = canonical_uuid(str(point_id))

@@ -37,6 +37,7 @@ from memvault.index.base import (
     PointFilter,
     SparseVector,
     canonical_point_id,
+    dense_vector,
     store_payload,
     validate_namespace,
 )
@@ -139,9 +140,7 @@ class QdrantIndex:
     # -- VectorIndex -------------------------------------------------------------------------
 
     def _dense(self, vector: Sequence[float]) -> list[float]:
-        if len(vector) != self.dense_dim:
-            raise InvalidRequest(f"dense vector must have {self.dense_dim} dimensions")
-        return [float(x) for x in vector]
+        return dense_vector(vector, self.dense_dim)
 
     def _point(self, point: IndexPoint) -> models.PointStruct:
         vectors: dict[str, Any] = {DENSE: self._dense(point.dense)}
