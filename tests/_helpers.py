@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable
 
 
 class FakeClock:
@@ -13,3 +15,28 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
+
+
+def run_threads(
+    target: Callable[[int], object], count: int, timeout: float | None = None
+) -> list[BaseException]:
+    """Run `target(0)` … `target(count - 1)`, each in its own thread, and wait for them all.
+
+    Returns what the threads raised (an assertion failed in a thread is one of them), and a
+    `TimeoutError` for each thread still running after `timeout` seconds, so that the caller's
+    `assert not errors` surfaces both in the test's own thread."""
+    errors: list[BaseException] = []
+
+    def guarded(n: int) -> None:
+        try:
+            target(n)
+        except BaseException as exc:  # surfaced to the caller
+            errors.append(exc)
+
+    threads = [threading.Thread(target=guarded, args=(n,)) for n in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout)
+    errors.extend(TimeoutError(thread.name) for thread in threads if thread.is_alive())
+    return errors

@@ -8,6 +8,7 @@ import pytest
 
 from memvault.errors import InvalidRequest
 from memvault.index import IndexPoint, PointFilter, VectorIndex
+from tests._helpers import run_threads
 from tests.test_index.shapes import DIM, axis, mix, new_id, point, sparse
 
 NS = "tenant1"
@@ -647,33 +648,23 @@ def test_search_hybrid_point_without_sparse_still_found_by_dense(index: VectorIn
 def test_concurrent_upserts_and_searches_lose_nothing(index: VectorIndex) -> None:
     per_thread, batch = 60, 6
     written: list[list[str]] = [[] for _ in range(4)]
-    errors: list[BaseException] = []
     start = threading.Barrier(4)
 
     def worker(n: int) -> None:
-        try:
-            start.wait()
-            ns = NS if n % 2 == 0 else "tenant2"
-            for b in range(per_thread // batch):
-                pts = [
-                    point(mix((n, 1.0), ((b + i) % DIM, 0.3)), words={n: 1.0, b: 0.5}, user=f"u{n}")
-                    for i in range(batch)
-                ]
-                index.upsert(ns, pts)
-                written[n].extend(p.id for p in pts)
-                index.search_dense(ns, axis(n), PointFilter(user_id=f"u{n}"), 5)
-                index.search_hybrid(ns, axis(n), sparse({n: 1.0}), ALL, 5, 10)
-                index.count(ns, ALL)
-        except BaseException as exc:
-            errors.append(exc)
+        start.wait()
+        ns = NS if n % 2 == 0 else "tenant2"
+        for b in range(per_thread // batch):
+            pts = [
+                point(mix((n, 1.0), ((b + i) % DIM, 0.3)), words={n: 1.0, b: 0.5}, user=f"u{n}")
+                for i in range(batch)
+            ]
+            index.upsert(ns, pts)
+            written[n].extend(p.id for p in pts)
+            index.search_dense(ns, axis(n), PointFilter(user_id=f"u{n}"), 5)
+            index.search_hybrid(ns, axis(n), sparse({n: 1.0}), ALL, 5, 10)
+            index.count(ns, ALL)
 
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-
-    assert errors == []
+    assert run_threads(worker, 4) == []
     assert index.count(NS, ALL) == 2 * per_thread
     assert index.count("tenant2", ALL) == 2 * per_thread
     for n in range(4):

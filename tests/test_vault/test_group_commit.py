@@ -26,6 +26,7 @@ from memvault.scope import Scope
 from memvault.store.models import NoteRow
 from memvault.vault import group_commit
 from memvault.vault.notes import Note
+from tests._helpers import run_threads
 from tests.conftest import ServicesFactory
 from tests.db_probes import notes_inserted_per_transaction
 from tests.faults import Crash
@@ -315,19 +316,11 @@ def test_group_commit_can_be_turned_off(
     _tenants(services, "t1")
     committer = services.vault.group_commit
     assert committer.enabled is False and committer.window == pytest.approx(0.0025)
-    errors: list[BaseException] = []
 
     def add(i: int) -> None:
-        try:
-            services.vault.scoped(Scope("t1", f"u{i}", "a")).add(f"Solo note number {i} here")
-        except BaseException as exc:
-            errors.append(exc)
+        services.vault.scoped(Scope("t1", f"u{i}", "a")).add(f"Solo note number {i} here")
 
-    threads = [threading.Thread(target=add, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(SYNC_TIMEOUT)
+    errors = run_threads(add, 4, SYNC_TIMEOUT)
     assert errors == [] and committer.stats().batches == 0  # every add ran alone, unbatched
     with services.db.session("t1") as sess:
         count = sess.execute(select(func.count()).select_from(NoteRow)).scalar_one()
@@ -383,12 +376,7 @@ def test_one_batch_runs_at_a_time_and_every_job_gets_its_own_result() -> None:
             with committer.arriving() as arrival:
                 answers[job] = committer.submit(job, arrival)
 
-    threads = [threading.Thread(target=writer, args=(w,)) for w in range(12)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(SYNC_TIMEOUT)
-    assert not any(t.is_alive() for t in threads)
+    assert not run_threads(writer, 12, SYNC_TIMEOUT)  # none raised, none still running
     assert answers == {w * 1000 + n: (w * 1000 + n) * 10 for w in range(12) for n in range(40)}
     stats = committer.stats()
     assert overlap == 1 and stats.jobs == 480 and stats.largest <= 4
