@@ -6,6 +6,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from sqlalchemy import create_engine, text
+
 
 class FakeClock:
     """A clock moved by hand: call it for the time, set or add to `now` to move it."""
@@ -40,3 +42,16 @@ def run_threads(
         thread.join(timeout)
     errors.extend(TimeoutError(thread.name) for thread in threads if thread.is_alive())
     return errors
+
+
+def run_sql(url: str, *statements: str, schema: str | None = None) -> None:
+    """Run `statements` in one transaction on a new engine for `url` (with `search_path` set to
+    `schema` when given), then dispose of the engine."""
+    args = {"options": f"-csearch_path={schema}"} if schema else {}
+    engine = create_engine(url, connect_args=args)
+    try:
+        with engine.begin() as conn:
+            for statement in statements:
+                conn.execute(text(statement))
+    finally:
+        engine.dispose()
