@@ -8,6 +8,12 @@ from collections.abc import Callable
 
 from sqlalchemy import create_engine, text
 
+from memvault.runtime.factory import Services
+from memvault.scope import Scope
+from memvault.vault.service import ScopedVault
+
+T1_SCOPE = Scope("t1", "u1", "a1")
+
 
 class FakeClock:
     """A clock moved by hand: call it for the time, set or add to `now` to move it."""
@@ -55,3 +61,12 @@ def run_sql(url: str, *statements: str, schema: str | None = None) -> None:
                 conn.execute(text(statement))
     finally:
         engine.dispose()
+
+
+def tenant_vault(
+    make_services: Callable[..., Services], backend: str = "sqlite", scope: Scope = T1_SCOPE
+) -> tuple[Services, ScopedVault]:
+    """New services on `backend` with the tenant of `scope` created, and the vault of `scope`."""
+    services = make_services(backend)
+    services.tenants.create(scope.tenant)
+    return services, services.vault.scoped(scope)

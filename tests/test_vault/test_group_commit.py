@@ -254,25 +254,21 @@ def test_a_poisoned_job_fails_only_its_own_caller_and_leaves_no_row(
     assert set(services.index.scroll_ids("t1", PointFilter())) == ids
 
 
-def test_a_batch_that_fails_once_is_retried_job_by_job(
-    make_services: ServicesFactory, backend: str
-) -> None:
-    services = make_services(backend)
-    _tenants(services, "t1")
-    failed: list[str] = []
+def _crash_once_at(step: str) -> tuple[Callable[[str], None], list[str]]:
+    """A fault hook that raises `Crash` the first time `step` is reached (and never again),
+    and the list of the steps it crashed at."""
+    crashed: list[str] = []
 
-    def once(step: str) -> None:
-        if step == "after_upsert" and not failed:
-            failed.append(step)
-            raise Crash(step)
+    def once(reached: str) -> None:
+        if reached == step and not crashed:
+            crashed.append(reached)
+            raise Crash(reached)
 
-    adds = [
-        (Scope("t1", f"u{i}", "a"), f"Note {w} of the retried batch")
-        for i, w in enumerate(["north", "south", "east"])
-    ]
-    outcomes = run_as_one_batch(services, adds, then=once)
-    assert failed == ["after_upsert"]
-    assert all(isinstance(o, Note) for o in outcomes), [type(o).__name__ for o in outcomes]
+    return once, crashed
+
+
+def _assert_stored_once_and_found(services: Any, adds: list[tuple[Scope, str]]) -> None:
+    """Each added text is one row of its user, and a sparse search for it finds that row."""
     for scope, text in adds:
         rows = _rows_of(services, "t1", scope.user)
         assert len(rows) == 1
@@ -280,29 +276,37 @@ def test_a_batch_that_fails_once_is_retried_job_by_job(
         assert [h.note.id for h in hits] == [rows[0].id]
 
 
+def test_a_batch_that_fails_once_is_retried_job_by_job(
+    make_services: ServicesFactory, backend: str
+) -> None:
+    services = make_services(backend)
+    _tenants(services, "t1")
+    once, failed = _crash_once_at("after_upsert")
+    adds = [
+        (Scope("t1", f"u{i}", "a"), f"Note {w} of the retried batch")
+        for i, w in enumerate(["north", "south", "east"])
+    ]
+    outcomes = run_as_one_batch(services, adds, then=once)
+    assert failed == ["after_upsert"]
+    assert all(isinstance(o, Note) for o in outcomes), [type(o).__name__ for o in outcomes]
+    _assert_stored_once_and_found(services, adds)
+
+
 def test_a_crash_after_a_batch_commits_is_reported_and_never_rerun(
     make_services: ServicesFactory, backend: str
 ) -> None:
     services = make_services(backend)
     _tenants(services, "t1")
-    crashed: list[str] = []
-
-    def once(step: str) -> None:
-        if step == "after_commit" and not crashed:
-            crashed.append(step)
-            raise Crash(step)
-
+    once, crashed = _crash_once_at("after_commit")
     adds = [
         (Scope("t1", f"u{i}", "a"), f"Committed note {w}")
         for i, w in enumerate(["amber", "cobalt", "scarlet"])
     ]
     outcomes = run_as_one_batch(services, adds, then=once)
+    assert crashed == ["after_commit"]
     assert all(isinstance(o, Crash) for o in outcomes)  # like the process dying after commit
-    for scope, text in adds:
-        rows = _rows_of(services, "t1", scope.user)
-        assert len(rows) == 1  # committed once, never inserted again (nor taken for a twin)
-        hits = services.vault.scoped(scope).search(text, mode="sparse")
-        assert [h.note.id for h in hits] == [rows[0].id]  # its vector is still there
+    # Committed once, never inserted again (nor taken for a twin); its vector is still there.
+    _assert_stored_once_and_found(services, adds)
     report = services.reconciler.run(grace_seconds=0)
     assert (report.completed, report.removed, report.orphans_deleted) == (0, 0, 0)
 
