@@ -70,3 +70,13 @@ def tenant_vault(
     services = make_services(backend)
     services.tenants.create(scope.tenant)
     return services, services.vault.scoped(scope)
+
+
+def poll_until(check: Callable[[], object], seconds: float, step: float = 0.05) -> bool:
+    """Whether `check()` came true within `seconds` (asked every `step` seconds)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(step)
+    return False

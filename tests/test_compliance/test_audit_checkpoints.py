@@ -22,6 +22,7 @@ import pytest
 from sqlalchemy import Engine, create_engine, text
 
 from memvault.runtime.factory import Services
+from tests._helpers import poll_until
 from tests.apiclient import OPERATOR_KEY, Api
 from tests.conftest import ServicesFactory, pg_url_or_skip
 from tests.test_compliance._audit import export_lines, verify_export
@@ -245,12 +246,7 @@ def test_a_tampered_checkpoint_line_fails(api: Api, tmp_path: Path) -> None:
 
 
 def _wait_for(predicate: Any, seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
+    return poll_until(predicate, seconds, step=0.02)
 
 
 def test_checkpoints_are_made_every_n_events_and_after_a_while(

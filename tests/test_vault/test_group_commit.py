@@ -26,7 +26,7 @@ from memvault.scope import Scope
 from memvault.store.models import NoteRow
 from memvault.vault import group_commit
 from memvault.vault.notes import Note
-from tests._helpers import run_threads
+from tests._helpers import poll_until, run_threads
 from tests.conftest import ServicesFactory
 from tests.db_probes import notes_inserted_per_transaction
 from tests.faults import Crash
@@ -60,11 +60,8 @@ class Gate:
 
 
 def _wait_for(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + SYNC_TIMEOUT
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.005)
+    if not poll_until(condition, SYNC_TIMEOUT, step=0.005):
+        pytest.fail(f"timed out waiting for {what}")
 
 
 def run_as_one_batch(
