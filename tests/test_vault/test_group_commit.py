@@ -251,9 +251,11 @@ def test_a_poisoned_job_fails_only_its_own_caller_and_leaves_no_row(
     assert set(services.index.scroll_ids("t1", PointFilter())) == ids
 
 
-def _crash_once_at(step: str) -> tuple[Callable[[str], None], list[str]]:
-    """A fault hook that raises `Crash` the first time `step` is reached (and never again),
-    and the list of the steps it crashed at."""
+def _one_batch_crashing_once(
+    services: Any, adds: list[tuple[Scope, str]], step: str
+) -> list[object]:
+    """`run_as_one_batch` with a fault that raises `Crash` the first time `step` is reached
+    (and never again); checks that it did crash."""
     crashed: list[str] = []
 
     def once(reached: str) -> None:
@@ -261,7 +263,9 @@ def _crash_once_at(step: str) -> tuple[Callable[[str], None], list[str]]:
             crashed.append(reached)
             raise Crash(reached)
 
-    return once, crashed
+    outcomes = run_as_one_batch(services, adds, then=once)
+    assert crashed == [step]
+    return list(outcomes)
 
 
 def _assert_stored_once_and_found(services: Any, adds: list[tuple[Scope, str]]) -> None:
@@ -278,13 +282,11 @@ def test_a_batch_that_fails_once_is_retried_job_by_job(
 ) -> None:
     services = make_services(backend)
     _tenants(services, "t1")
-    once, failed = _crash_once_at("after_upsert")
     adds = [
         (Scope("t1", f"u{i}", "a"), f"Note {w} of the retried batch")
         for i, w in enumerate(["north", "south", "east"])
     ]
-    outcomes = run_as_one_batch(services, adds, then=once)
-    assert failed == ["after_upsert"]
+    outcomes = _one_batch_crashing_once(services, adds, "after_upsert")
     assert all(isinstance(o, Note) for o in outcomes), [type(o).__name__ for o in outcomes]
     _assert_stored_once_and_found(services, adds)
 
@@ -294,13 +296,11 @@ def test_a_crash_after_a_batch_commits_is_reported_and_never_rerun(
 ) -> None:
     services = make_services(backend)
     _tenants(services, "t1")
-    once, crashed = _crash_once_at("after_commit")
     adds = [
         (Scope("t1", f"u{i}", "a"), f"Committed note {w}")
         for i, w in enumerate(["amber", "cobalt", "scarlet"])
     ]
-    outcomes = run_as_one_batch(services, adds, then=once)
-    assert crashed == ["after_commit"]
+    outcomes = _one_batch_crashing_once(services, adds, "after_commit")
     assert all(isinstance(o, Crash) for o in outcomes)  # like the process dying after commit
     # Committed once, never inserted again (nor taken for a twin); its vector is still there.
     _assert_stored_once_and_found(services, adds)
