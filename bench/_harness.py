@@ -19,7 +19,6 @@ many look alike (same templates, different names, objects and places), like a us
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import random
 import resource
@@ -285,30 +284,6 @@ def smaps_mib(data_dir: Path, data_name: Callable[[str], str] | None = None) -> 
     return {k: round(v, 1) for k, v in sorted(out.items(), key=lambda kv: -kv[1])}
 
 
-def _delegating(null_keyring: type[Any]) -> type[Any]:
-    """`NullKeyring` with every public `Keyring` method it does not define passed to the real
-    keyring it wraps. At d6cb986 `NullKeyring` delegates only some of them, so `open_services`
-    failed on `check_erasable` (it reached `Keyring`'s own, which reads a `_store` the wrapper
-    does not have); until `memvault.testing` delegates them itself, the bench does it here."""
-    from memvault.keyring import Keyring
-
-    def forward(name: str) -> Callable[..., Any]:
-        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-            return getattr(self._inner, name)(*args, **kwargs)
-
-        return call
-
-    missing = {
-        name: forward(name)
-        for name in dir(Keyring)
-        if not name.startswith("_")
-        and name not in vars(null_keyring)
-        and callable(inspect.getattr_static(Keyring, name))
-        and not isinstance(inspect.getattr_static(Keyring, name), classmethod | staticmethod)
-    }
-    return type("BenchNullKeyring", (null_keyring,), missing)
-
-
 def open_vault(
     root: Path, embedder: Embedder, *, encrypted: bool = True, screen: bool = True
 ) -> Services:
@@ -326,7 +301,7 @@ def open_vault(
     root.mkdir(parents=True, exist_ok=True)
     keyring = None
     if not encrypted:
-        keyring = _delegating(NullKeyring).open(
+        keyring = NullKeyring.open(
             settings.resolved_keystore_url(), FileMasterKey(settings.resolved_master_key_file())
         )
     return open_services(settings, embedder=embedder, keyring=keyring, screen=screen)

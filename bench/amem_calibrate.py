@@ -237,6 +237,50 @@ def near_duplicates(
     return out
 
 
+@dataclass(frozen=True)
+class Language:
+    """How one language's near-duplicates are made: how many per edit kind, the drop edit, the
+    details the add edit appends, and the number and sentence-end patterns."""
+
+    per_edit: int
+    drop: Callable[[str, random.Random], str | None]
+    details: Sequence[str]
+    number: re.Pattern[str]
+    sentence: re.Pattern[str]
+
+
+ENGLISH = Language(EN_BASES_PER_EDIT, edit_drop_word, _EN_DETAILS, _EN_NUMBER, _EN_SENTENCE)
+CHINESE = Language(ZH_BASES_PER_EDIT, edit_drop_chars, _ZH_DETAILS, _ZH_NUMBER, _ZH_SENTENCE)
+
+
+def edited_pairs(
+    rng: random.Random,
+    language: Language,
+    bases: Sequence[str],
+    numbered: Sequence[str],
+    trimmable: Sequence[str],
+) -> dict[str, list[tuple[str, str]]]:
+    """The drop and add pairs from `bases`, the number pairs from `numbered` and the trim pairs
+    from `trimmable` (`near_duplicates`, in this order of draws from `rng`)."""
+    per_edit = language.per_edit
+    dups = near_duplicates(
+        bases,
+        rng,
+        per_edit,
+        {
+            "drop": lambda t: language.drop(t, rng),
+            "add": lambda t: edit_add_detail(t, rng, language.details),
+        },
+    )
+    dups |= near_duplicates(
+        numbered, rng, per_edit, {"number": lambda t: edit_change_number(t, rng, language.number)}
+    )
+    dups |= near_duplicates(
+        trimmable, rng, per_edit, {"trim": lambda t: edit_trim(t, language.sentence)}
+    )
+    return dups
+
+
 def english_sets(rng: random.Random) -> list[PairSet]:
     """LoCoMo pairs: within-conversation random, adjacent, and near-duplicate turns."""
     adjacent: list[tuple[str, str]] = []
@@ -260,24 +304,7 @@ def english_sets(rng: random.Random) -> list[PairSet]:
         for t in dedupe(t.memory_text(captions=False) for c in load_locomo() for t in c.turns)
         if _EN_NUMBER.search(t.partition(": ")[2])
     ]
-    dups = near_duplicates(
-        bases,
-        rng,
-        EN_BASES_PER_EDIT,
-        {
-            "drop": lambda t: edit_drop_word(t, rng),
-            "add": lambda t: edit_add_detail(t, rng, _EN_DETAILS),
-        },
-    )
-    dups |= near_duplicates(
-        numbered,
-        rng,
-        EN_BASES_PER_EDIT,
-        {"number": lambda t: edit_change_number(t, rng, _EN_NUMBER)},
-    )
-    dups["trim"] = near_duplicates(
-        bases, rng, EN_BASES_PER_EDIT, {"trim": lambda t: edit_trim(t, _EN_SENTENCE)}
-    )["trim"]
+    dups = edited_pairs(rng, ENGLISH, bases, numbered, bases)
     # a turn against itself followed by the next turn's text: new details on the same thread
     dups["extend"] = [
         (a, f"{a} {b.partition(': ')[2]}") for a, b in rng.sample(adjacent, EN_BASES_PER_EDIT)
@@ -309,27 +336,7 @@ def chinese_sets(rng: random.Random) -> list[PairSet]:
     numbered = [
         s for s in dedupe(x for sents in by_paragraph for x in sents) if _ZH_NUMBER.search(s)
     ]
-    dups = near_duplicates(
-        pool,
-        rng,
-        ZH_BASES_PER_EDIT,
-        {
-            "drop": lambda t: edit_drop_chars(t, rng),
-            "add": lambda t: edit_add_detail(t, rng, _ZH_DETAILS),
-        },
-    )
-    dups |= near_duplicates(
-        numbered,
-        rng,
-        ZH_BASES_PER_EDIT,
-        {"number": lambda t: edit_change_number(t, rng, _ZH_NUMBER)},
-    )
-    dups["trim"] = near_duplicates(
-        [f"{a}{b}" for a, b in adjacent],
-        rng,
-        ZH_BASES_PER_EDIT,
-        {"trim": lambda t: edit_trim(t, _ZH_SENTENCE)},
-    )["trim"]
+    dups = edited_pairs(rng, CHINESE, pool, numbered, [f"{a}{b}" for a, b in adjacent])
     dups["extend"] = [(a, f"{a}{b}") for a, b in rng.sample(adjacent, ZH_BASES_PER_EDIT)]
     return [
         PairSet("zh", "random", random_pairs),

@@ -27,7 +27,6 @@ from bench._retrieval_data import (
     MetricTable,
     dedupe,
     load_cmrc,
-    percentile,
     recall_at,
     reciprocal_rank,
     split_chunks,
@@ -35,13 +34,12 @@ from bench._retrieval_data import (
 from bench.locomo import (
     MODES,
     OUT_DIR,
-    Anomalies,
     MemoEmbedder,
+    SearchLog,
     add_in_batches,
-    open_bench_services,
+    fresh_services,
     save_report,
     search,
-    timed_search,
 )
 from memvault.embed import make_embedder
 from memvault.scope import Scope
@@ -74,41 +72,33 @@ def run_mode(
     drafts, owners = chunk_drafts(paragraphs, chunk_chars)
     limit = CHUNK_SEARCH_LIMIT if chunk_chars else PARAGRAPH_SEARCH_LIMIT
     table = MetricTable()
-    latencies: list[float] = []
-    without_embedding: list[float] = []
-    anomalies = Anomalies()
+    log = SearchLog(embedder)
     embedded_before = embedder.document_seconds
-    with tempfile.TemporaryDirectory(prefix="cmrc-") as tmp:
-        services = open_bench_services(embedder, Path(tmp))
-        try:
-            vault = services.vault.scoped(SCOPE)
-            started = time.perf_counter()
-            ids = add_in_batches(vault, drafts)
-            ingest_s = time.perf_counter() - started
-            paragraphs_of: dict[str, list[str]] = {}
-            for note_id, owner in zip(ids, owners, strict=True):
-                paragraphs_of.setdefault(note_id, []).append(owner)
-            for p in paragraphs:
-                for q_no, question in enumerate(p.questions):
-                    hits = timed_search(
-                        embedder,
-                        lambda: search(vault, question, limit, mode),  # noqa: B023
-                        latencies,
-                        without_embedding,
-                    )
-                    anomalies.check(hits, limit, f"{p.id} q{q_no}")
-                    ranked = dedupe(pid for h in hits for pid in paragraphs_of.get(h.note.id, ()))
-                    gold = {p.id}
-                    table.add(
-                        ("overall",),
-                        {
-                            "recall@1": recall_at(ranked, gold, 1),
-                            "recall@5": recall_at(ranked, gold, 5),
-                            "mrr@5": reciprocal_rank(ranked, gold, 5),
-                        },
-                    )
-        finally:
-            services.close()
+    with fresh_services(embedder, "cmrc-") as services:
+        vault = services.vault.scoped(SCOPE)
+        started = time.perf_counter()
+        ids = add_in_batches(vault, drafts)
+        ingest_s = time.perf_counter() - started
+        paragraphs_of: dict[str, list[str]] = {}
+        for note_id, owner in zip(ids, owners, strict=True):
+            paragraphs_of.setdefault(note_id, []).append(owner)
+        for p in paragraphs:
+            for q_no, question in enumerate(p.questions):
+                hits = log.search(
+                    lambda: search(vault, question, limit, mode),  # noqa: B023
+                    limit,
+                    f"{p.id} q{q_no}",
+                )
+                ranked = dedupe(pid for h in hits for pid in paragraphs_of.get(h.note.id, ()))
+                gold = {p.id}
+                table.add(
+                    ("overall",),
+                    {
+                        "recall@1": recall_at(ranked, gold, 1),
+                        "recall@5": recall_at(ranked, gold, 5),
+                        "mrr@5": reciprocal_rank(ranked, gold, 5),
+                    },
+                )
     return {
         "metrics": table.as_dict()["overall"],
         "ingest": {
@@ -119,14 +109,8 @@ def run_mode(
             "embedding_seconds": embedder.document_seconds - embedded_before,
         },
         "search_limit": limit,
-        "search_ms": {
-            "queries": len(latencies),
-            "p50": percentile(latencies, 50),
-            "p95": percentile(latencies, 95),
-            "p50_without_query_embedding": percentile(without_embedding, 50),
-            "p95_without_query_embedding": percentile(without_embedding, 95),
-        },
-        "anomalies": dict(vars(anomalies)),
+        "search_ms": log.search_ms(),
+        "anomalies": dict(vars(log.anomalies)),
     }
 
 

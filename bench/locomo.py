@@ -24,7 +24,8 @@ import os
 import random
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -160,6 +161,17 @@ def open_bench_services(embedder: Embedder, data_dir: Path) -> Services:
     return open_services(Settings(data_dir=data_dir), embedder=embedder, screen=None)
 
 
+@contextmanager
+def fresh_services(embedder: Embedder, prefix: str) -> Iterator[Services]:
+    """`open_bench_services` in a new temporary directory; closed and removed on exit."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        services = open_bench_services(embedder, Path(tmp))
+        try:
+            yield services
+        finally:
+            services.close()
+
+
 def add_in_batches(
     vault: ScopedVault, drafts: Sequence[NoteDraft], batch: int = BATCH
 ) -> list[str]:
@@ -199,6 +211,32 @@ class Anomalies:
         self.queries_with_graph_hits += int(graph > 0)
 
 
+@dataclass
+class SearchLog:
+    """A run's searches: their ms with and without the query's embedding, and anomalies."""
+
+    embedder: MemoEmbedder
+    latencies: list[float] = field(default_factory=list)
+    without_embedding: list[float] = field(default_factory=list)
+    anomalies: Anomalies = field(default_factory=Anomalies)
+
+    def search(self, run: Callable[[], list[SearchHit]], limit: int, label: str) -> list[SearchHit]:
+        """Run one search, time it (`timed_search`) and check its results (`Anomalies`)."""
+        hits = timed_search(self.embedder, run, self.latencies, self.without_embedding)
+        self.anomalies.check(hits, limit, label)
+        return hits
+
+    def search_ms(self) -> dict[str, float]:
+        """The count and percentiles of the search latencies, in ms."""
+        return {
+            "queries": len(self.latencies),
+            "p50": percentile(self.latencies, 50),
+            "p95": percentile(self.latencies, 95),
+            "p50_without_query_embedding": percentile(self.without_embedding, 50),
+            "p95_without_query_embedding": percentile(self.without_embedding, 95),
+        }
+
+
 def run_mode(
     embedder: MemoEmbedder,
     conversations: Sequence[Conversation],
@@ -209,45 +247,37 @@ def run_mode(
 ) -> dict[str, Any]:
     """Ingest every conversation into a fresh vault, run every question in `mode`, score it."""
     table = MetricTable()
-    latencies: list[float] = []
-    without_embedding: list[float] = []
-    anomalies = Anomalies()
+    log = SearchLog(embedder)
     embedded_before = embedder.document_seconds
-    with tempfile.TemporaryDirectory(prefix="locomo-") as tmp:
-        services = open_bench_services(embedder, Path(tmp))
-        try:
-            vaults: list[tuple[ScopedVault, dict[str, str]]] = []
-            notes = 0
-            started = time.perf_counter()
-            for i, conv in enumerate(conversations):
-                vault = services.vault.scoped(Scope(TENANT, f"conv{i}", AGENT))
-                drafts = turn_drafts(conv, captions=captions, sessions=sessions)
-                ids = add_in_batches(vault, drafts)
-                notes += len(set(ids))
-                vaults.append((vault, dict(zip((t.dia_id for t in conv.turns), ids, strict=True))))
-            ingest_s = time.perf_counter() - started
-            for (vault, note_of), conv in zip(vaults, conversations, strict=True):
-                for q_no, q in enumerate(conv.questions):
-                    hits = timed_search(
-                        embedder,
-                        lambda: search(vault, q.text, LIMIT, mode, fusion),  # noqa: B023
-                        latencies,
-                        without_embedding,
-                    )
-                    anomalies.check(hits, LIMIT, f"{conv.sample_id} q{q_no}")
-                    ranked = dedupe(h.note.id for h in hits)
-                    relevant = {note_of[d] for d in q.evidence}
-                    table.add(
-                        (CATEGORIES[q.category], "overall"),
-                        {
-                            "recall@5": recall_at(ranked, relevant, 5),
-                            "recall@10": recall_at(ranked, relevant, 10),
-                            "hit@10": hit_at(ranked, relevant, 10),
-                            "mrr@10": reciprocal_rank(ranked, relevant, 10),
-                        },
-                    )
-        finally:
-            services.close()
+    with fresh_services(embedder, "locomo-") as services:
+        vaults: list[tuple[ScopedVault, dict[str, str]]] = []
+        notes = 0
+        started = time.perf_counter()
+        for i, conv in enumerate(conversations):
+            vault = services.vault.scoped(Scope(TENANT, f"conv{i}", AGENT))
+            drafts = turn_drafts(conv, captions=captions, sessions=sessions)
+            ids = add_in_batches(vault, drafts)
+            notes += len(set(ids))
+            vaults.append((vault, dict(zip((t.dia_id for t in conv.turns), ids, strict=True))))
+        ingest_s = time.perf_counter() - started
+        for (vault, note_of), conv in zip(vaults, conversations, strict=True):
+            for q_no, q in enumerate(conv.questions):
+                hits = log.search(
+                    lambda: search(vault, q.text, LIMIT, mode, fusion),  # noqa: B023
+                    LIMIT,
+                    f"{conv.sample_id} q{q_no}",
+                )
+                ranked = dedupe(h.note.id for h in hits)
+                relevant = {note_of[d] for d in q.evidence}
+                table.add(
+                    (CATEGORIES[q.category], "overall"),
+                    {
+                        "recall@5": recall_at(ranked, relevant, 5),
+                        "recall@10": recall_at(ranked, relevant, 10),
+                        "hit@10": hit_at(ranked, relevant, 10),
+                        "mrr@10": reciprocal_rank(ranked, relevant, 10),
+                    },
+                )
     turns = sum(len(c.turns) for c in conversations)
     return {
         "metrics": table.as_dict(),
@@ -258,14 +288,8 @@ def run_mode(
             "turns_per_s": turns / ingest_s,
             "embedding_seconds": embedder.document_seconds - embedded_before,
         },
-        "search_ms": {
-            "queries": len(latencies),
-            "p50": percentile(latencies, 50),
-            "p95": percentile(latencies, 95),
-            "p50_without_query_embedding": percentile(without_embedding, 50),
-            "p95_without_query_embedding": percentile(without_embedding, 95),
-        },
-        "anomalies": {k: v for k, v in vars(anomalies).items()},
+        "search_ms": log.search_ms(),
+        "anomalies": dict(vars(log.anomalies)),
     }
 
 
@@ -394,34 +418,28 @@ def fusion_study(
     """
     grid = [(f, k, w) for f in FUSION_FORMULAS for k in FUSION_KS for w in DENSE_WEIGHTS]
     tables = {key: MetricTable() for key in grid}
-    with tempfile.TemporaryDirectory(prefix="locomo-fusion-") as tmp:
-        services = open_bench_services(embedder, Path(tmp))
-        try:
-            for i, conv in enumerate(conversations):
-                vault = services.vault.scoped(Scope(TENANT, f"conv{i}", AGENT))
-                drafts = [NoteDraft(t.memory_text(captions=captions)) for t in conv.turns]
-                ids = add_in_batches(vault, drafts)
-                note_of = dict(zip((t.dia_id for t in conv.turns), ids, strict=True))
-                for q in conv.questions:
-                    dense = [h.note.id for h in search(vault, q.text, FUSION_DEPTH, "dense")]
-                    sparse = [h.note.id for h in search(vault, q.text, FUSION_DEPTH, "sparse")]
-                    relevant = {note_of[d] for d in q.evidence}
-                    for (formula, k, w), table in tables.items():
-                        ranked = (
-                            weighted_rrf([(dense, w), (sparse, 1.0)], k, formula)
-                            if sparse
-                            else dense
-                        )
-                        table.add(
-                            (CATEGORIES[q.category], "overall"),
-                            {
-                                "recall@5": recall_at(ranked, relevant, 5),
-                                "recall@10": recall_at(ranked, relevant, 10),
-                                "mrr@10": reciprocal_rank(ranked, relevant, 10),
-                            },
-                        )
-        finally:
-            services.close()
+    with fresh_services(embedder, "locomo-fusion-") as services:
+        for i, conv in enumerate(conversations):
+            vault = services.vault.scoped(Scope(TENANT, f"conv{i}", AGENT))
+            drafts = [NoteDraft(t.memory_text(captions=captions)) for t in conv.turns]
+            ids = add_in_batches(vault, drafts)
+            note_of = dict(zip((t.dia_id for t in conv.turns), ids, strict=True))
+            for q in conv.questions:
+                dense = [h.note.id for h in search(vault, q.text, FUSION_DEPTH, "dense")]
+                sparse = [h.note.id for h in search(vault, q.text, FUSION_DEPTH, "sparse")]
+                relevant = {note_of[d] for d in q.evidence}
+                for (formula, k, w), table in tables.items():
+                    ranked = (
+                        weighted_rrf([(dense, w), (sparse, 1.0)], k, formula) if sparse else dense
+                    )
+                    table.add(
+                        (CATEGORIES[q.category], "overall"),
+                        {
+                            "recall@5": recall_at(ranked, relevant, 5),
+                            "recall@10": recall_at(ranked, relevant, 10),
+                            "mrr@10": reciprocal_rank(ranked, relevant, 10),
+                        },
+                    )
     return {f"{f} k={k} w={w}": t.as_dict() for (f, k, w), t in tables.items()}
 
 

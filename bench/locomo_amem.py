@@ -37,7 +37,7 @@ from bench.locomo import (
     OUT_DIR,
     TENANT,
     MemoEmbedder,
-    open_bench_services,
+    fresh_services,
     turn_drafts,
 )
 from memvault.embed import make_embedder
@@ -60,49 +60,45 @@ def shown_ids(hits: Any) -> list[str]:
 def run(embedder: MemoEmbedder, convs: list[Any], amem_on: bool, mode: str) -> dict[str, Any]:
     """Ingest (A-MEM on or off), consolidate (on), then every question in `mode`."""
     table = MetricTable()
-    with tempfile.TemporaryDirectory(prefix="locomo-amem-") as tmp:
-        services = open_bench_services(embedder, Path(tmp))
+    with fresh_services(embedder, "locomo-amem-") as services:
         amem = None
         if amem_on:
             from memvault.amem.wiring import install
 
             amem = install(services, worker=False, scheduler=False)
-        try:
-            vaults = []
-            started = time.perf_counter()
-            turns = 0
-            for i, conv in enumerate(convs):
-                vault = services.vault.scoped(Scope(TENANT, f"conv{i}", AGENT))
-                drafts = turn_drafts(conv, captions=False, sessions=True)
-                ids: list[str] = []
-                for start in range(0, len(drafts), BATCH):
-                    for note in vault.add_many(drafts[start : start + BATCH]):
-                        ids.append(note.id)
-                turns += len(drafts)
-                vaults.append((vault, dict(zip((t.dia_id for t in conv.turns), ids, strict=True))))
-            ingest_s = time.perf_counter() - started
-            consolidated = 0
-            if amem is not None:
-                from memvault.amem.maintenance import consolidate
+        vaults = []
+        started = time.perf_counter()
+        turns = 0
+        for i, conv in enumerate(convs):
+            vault = services.vault.scoped(Scope(TENANT, f"conv{i}", AGENT))
+            drafts = turn_drafts(conv, captions=False, sessions=True)
+            ids: list[str] = []
+            for start in range(0, len(drafts), BATCH):
+                for note in vault.add_many(drafts[start : start + BATCH]):
+                    ids.append(note.id)
+            turns += len(drafts)
+            vaults.append((vault, dict(zip((t.dia_id for t in conv.turns), ids, strict=True))))
+        ingest_s = time.perf_counter() - started
+        consolidated = 0
+        if amem is not None:
+            from memvault.amem.maintenance import consolidate
 
-                for vault, _ in vaults:
-                    consolidated += consolidate(amem, vault).related
-            for (vault, note_of), conv in zip(vaults, convs, strict=True):
-                for q in conv.questions:
-                    hits = vault.search(q.text, limit=LIMIT, mode=mode)
-                    ranked = dedupe(shown_ids(hits[:LIMIT]))
-                    relevant = {note_of[d] for d in q.evidence}
-                    table.add(
-                        (CATEGORIES[q.category], "overall"),
-                        {"recall@10": recall_at(ranked, relevant, 10)},
-                    )
-            live = sum(vault.list_notes(limit=1)[1] for vault, _ in vaults)
-            with services.db.session(TENANT) as sess:
-                kinds = dict(
-                    sess.execute(select(LinkRow.kind, func.count()).group_by(LinkRow.kind)).all()
+            for vault, _ in vaults:
+                consolidated += consolidate(amem, vault).related
+        for (vault, note_of), conv in zip(vaults, convs, strict=True):
+            for q in conv.questions:
+                hits = vault.search(q.text, limit=LIMIT, mode=mode)
+                ranked = dedupe(shown_ids(hits[:LIMIT]))
+                relevant = {note_of[d] for d in q.evidence}
+                table.add(
+                    (CATEGORIES[q.category], "overall"),
+                    {"recall@10": recall_at(ranked, relevant, 10)},
                 )
-        finally:
-            services.close()
+        live = sum(vault.list_notes(limit=1)[1] for vault, _ in vaults)
+        with services.db.session(TENANT) as sess:
+            kinds = dict(
+                sess.execute(select(LinkRow.kind, func.count()).group_by(LinkRow.kind)).all()
+            )
     metrics = table.as_dict()
     return {
         "mode": mode,
@@ -120,23 +116,19 @@ def run(embedder: MemoEmbedder, convs: list[Any], amem_on: bool, mode: str) -> d
 
 def single_add_p50(embedder: MemoEmbedder, conv: Any, amem_on: bool) -> float:
     """p50 of one-note adds (a conversation's first turns, with sessions), in ms."""
-    with tempfile.TemporaryDirectory(prefix="locomo-amem-adds-") as tmp:
-        services = open_bench_services(embedder, Path(tmp))
+    with fresh_services(embedder, "locomo-amem-adds-") as services:
         if amem_on:
             from memvault.amem.wiring import install
 
             install(services, worker=False, scheduler=False)
-        try:
-            vault = services.vault.scoped(Scope(TENANT, "adds", AGENT))
-            drafts = turn_drafts(conv, captions=False, sessions=True)[: SINGLE_ADDS + 20]
-            vault.add_many(drafts[:20])  # warm up
-            times = []
-            for draft in drafts[20:]:
-                started = time.perf_counter()
-                vault.add_many([draft])
-                times.append((time.perf_counter() - started) * 1e3)
-        finally:
-            services.close()
+        vault = services.vault.scoped(Scope(TENANT, "adds", AGENT))
+        drafts = turn_drafts(conv, captions=False, sessions=True)[: SINGLE_ADDS + 20]
+        vault.add_many(drafts[:20])  # warm up
+        times = []
+        for draft in drafts[20:]:
+            started = time.perf_counter()
+            vault.add_many([draft])
+            times.append((time.perf_counter() - started) * 1e3)
     return percentile(times, 50)
 
 

@@ -29,7 +29,7 @@ from bench.locomo import (
     TENANT,
     MemoEmbedder,
     add_in_batches,
-    open_bench_services,
+    fresh_services,
     turn_drafts,
 )
 from memvault.embed import make_embedder
@@ -62,41 +62,35 @@ class Case:
 def collect(embedder: MemoEmbedder, convs: Sequence[Conversation], sessions: bool) -> list[Case]:
     """Ingest every conversation and take each question's two prefetches from the index."""
     cases: list[Case] = []
-    with tempfile.TemporaryDirectory(prefix="locomo-tune-") as tmp:
-        services = open_bench_services(embedder, Path(tmp))
-        try:
-            started = time.perf_counter()
-            for i, conv in enumerate(convs):
-                vault = services.vault.scoped(Scope(TENANT, f"conv{i}", AGENT))
-                ids = add_in_batches(vault, turn_drafts(conv, captions=False, sessions=sessions))
-                note_of = dict(zip((t.dia_id for t in conv.turns), ids, strict=True))
-                where = vault.point_filter()
-                index = services.vault.parts.index
-                encoder = SparseEncoder(services.vault.parts.keyring.index_key(TENANT).token_id)
-                now = max(conv.session_dates.values()) + 86_400
-                for q in conv.questions:
-                    dense_q = embedder.embed_query(q.text).tolist()
-                    sparse_q = encoder.encode_query(q.text)
-                    ranges = tuple((r.start, r.end) for r in parse_time_ranges(q.text, now))
-                    cases.append(
-                        Case(
-                            i,
-                            CATEGORIES[q.category],
-                            frozenset(note_of[d] for d in q.evidence),
-                            tuple(index.search_dense(vault.namespace, dense_q, where, PREFETCH)),
-                            tuple(
-                                index.search_sparse(vault.namespace, sparse_q, where, PREFETCH)
-                                if sparse_q.indices
-                                else ()
-                            ),
-                            ranges,
-                        )
+    with fresh_services(embedder, "locomo-tune-") as services:
+        started = time.perf_counter()
+        for i, conv in enumerate(convs):
+            vault = services.vault.scoped(Scope(TENANT, f"conv{i}", AGENT))
+            ids = add_in_batches(vault, turn_drafts(conv, captions=False, sessions=sessions))
+            note_of = dict(zip((t.dia_id for t in conv.turns), ids, strict=True))
+            where = vault.point_filter()
+            index = services.vault.parts.index
+            encoder = SparseEncoder(services.vault.parts.keyring.index_key(TENANT).token_id)
+            now = max(conv.session_dates.values()) + 86_400
+            for q in conv.questions:
+                dense_q = embedder.embed_query(q.text).tolist()
+                sparse_q = encoder.encode_query(q.text)
+                ranges = tuple((r.start, r.end) for r in parse_time_ranges(q.text, now))
+                cases.append(
+                    Case(
+                        i,
+                        CATEGORIES[q.category],
+                        frozenset(note_of[d] for d in q.evidence),
+                        tuple(index.search_dense(vault.namespace, dense_q, where, PREFETCH)),
+                        tuple(
+                            index.search_sparse(vault.namespace, sparse_q, where, PREFETCH)
+                            if sparse_q.indices
+                            else ()
+                        ),
+                        ranges,
                     )
-            print(
-                f"ingest + prefetch: {time.perf_counter() - started:.0f} s, {len(cases)} questions"
-            )
-        finally:
-            services.close()
+                )
+        print(f"ingest + prefetch: {time.perf_counter() - started:.0f} s, {len(cases)} questions")
     return cases
 
 

@@ -36,12 +36,13 @@ class Api:
             self.admin_keys[tenant] = r.json()["api_key"]
         return self.admin_keys[tenant]
 
-    def agent_key(self, tenant: str, user: str, agent: str) -> str:
+    def agent_key(self, tenant: str, user: str, agent: str, role: str = "agent") -> str:
+        """Issue a key for one user and agent of the tenant (an agent's, or another role's)."""
         r = self.call(
             "POST",
             "/v1/admin/keys",
             self.tenant(tenant),
-            json={"user_id": user, "agent_id": agent, "role": "agent"},
+            json={"user_id": user, "agent_id": agent, "role": role},
         )
         assert r.status_code == 201, r.text
         return str(r.json()["api_key"])

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -49,6 +51,26 @@ def start_serve(data: Path, port: int, env: dict[str, str], *, capture: bool = F
         text=capture,
         start_new_session=True,
     )
+
+
+def call_json(method: str, url: str, key: str, body: Any = None) -> tuple[int, Any]:
+    """One authenticated JSON request to a served memvault: its status and its decoded body
+    (an error's too; None when the body is empty, the text when it is not JSON)."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method)
+    request.add_header("Authorization", f"Bearer {key}")
+    request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            status, raw = response.status, response.read()
+    except urllib.error.HTTPError as err:
+        status, raw = err.code, err.read()
+    if not raw:
+        return status, None
+    try:
+        return status, json.loads(raw)
+    except ValueError:
+        return status, raw.decode(errors="replace")
 
 
 def healthy(base: str) -> bool:

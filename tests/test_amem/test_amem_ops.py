@@ -22,23 +22,14 @@ from memvault.scope import Scope
 from memvault.testing.fake_messages import FakeMessagesServer
 from tests.conftest import ServicesFactory
 from tests.serving import clean_env
+from tests.test_amem._replies import CONSTRUCT, construct_reply, prompt_of
 
 A = Scope("t1", "u1", "a1")
 
 
 def _construct(_body: Any) -> str:
-    prompt = _body["messages"][0]["content"]
-    if "Describe this new memory note" in prompt:
-        return json.dumps(
-            {
-                "keywords": ["greyhound"],
-                "tags": ["pets"],
-                "context": "A pet the user adopted.",
-                "category": "Personal",
-                "note_type": "memory",
-                "topics": [],
-            }
-        )
+    if CONSTRUCT in prompt_of(_body):
+        return construct_reply(["greyhound"], ["pets"], "A pet the user adopted.")
     return json.dumps({"links": []})
 
 

@@ -18,6 +18,7 @@ from memvault.scope import Scope
 from memvault.store.models import AmemJobRow, LinkRow
 from memvault.testing.fake_messages import FakeMessagesServer, FakeReply
 from tests.conftest import ServicesFactory
+from tests.test_amem._replies import CONSTRUCT, construct_reply, prompt_of
 
 A = Scope("t1", "u1", "a1")
 B = Scope("t1", "u2", "a1")  # another user of the same tenant: near-identical notes
@@ -113,18 +114,9 @@ def _llm(server: FakeMessagesServer, *, retries: int = 0, timeout: float = 5.0) 
 
 def _scripted(action: str, merged: str | None) -> Any:
     def respond(body: Any) -> str:
-        prompt = body["messages"][0]["content"]
-        if "Describe this new memory note" in prompt:
-            return json.dumps(
-                {
-                    "keywords": ["user"],
-                    "tags": ["life"],
-                    "context": "Something about the user.",
-                    "category": "Personal",
-                    "note_type": "memory",
-                    "topics": [],
-                }
-            )
+        prompt = prompt_of(body)
+        if CONSTRUCT in prompt:
+            return construct_reply(["user"], ["life"], "Something about the user.")
         if "Classify the relation" in prompt:
             return json.dumps({"action": action, "merged_text": merged})
         if "genuinely related" in prompt:

@@ -5,7 +5,6 @@ add, a deployment without a worker, and `amem_defer_when_busy=false` still run i
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +16,7 @@ from memvault.observability import REGISTRY
 from memvault.runtime.factory import Services
 from memvault.scope import Scope
 from memvault.vault.notes import Note
+from tests._helpers import poll_until
 from tests.conftest import ServicesFactory
 
 A = Scope("t1", "u1", "a1")
@@ -74,12 +74,7 @@ def _grew(before: dict[str, float]) -> dict[str, float]:
 
 
 def _until(check: Callable[[], bool]) -> bool:
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return False
+    return poll_until(check, WAIT, step=0.05)
 
 
 def test_an_add_while_another_is_in_flight_leaves_its_amem_to_the_worker(

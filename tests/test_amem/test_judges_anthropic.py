@@ -22,6 +22,7 @@ from memvault.config import Settings
 from memvault.errors import InvalidRequest
 from memvault.observability import REGISTRY
 from memvault.testing.fake_messages import FakeMessagesServer, FakeReply
+from tests._helpers import FakeClock
 from tests.test_amem.test_judges_heuristic import OPENCLAW_EXAMPLES
 
 HEURISTIC = HeuristicJudge()
@@ -211,16 +212,8 @@ def test_guarded_unreachable_server_falls_back() -> None:
     assert events.seen and events.seen[0][0] == "error"
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_breaker_opens_after_failures_and_half_opens(server: FakeMessagesServer) -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     breaker = CircuitBreaker(failures=3, reset_after_s=30, clock=clock)
     server.responder = lambda body: FakeReply(status=500)
     guarded, events = _guarded(server, breaker=breaker)
@@ -250,7 +243,7 @@ def test_breaker_opens_after_failures_and_half_opens(server: FakeMessagesServer)
 
 
 def test_breaker_half_open_lets_one_trial_through() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     breaker = CircuitBreaker(failures=1, reset_after_s=5, clock=clock)
     assert breaker.allow()
     assert breaker.record_failure() is True
@@ -261,7 +254,7 @@ def test_breaker_half_open_lets_one_trial_through() -> None:
 
 
 def test_guarded_success_resets_consecutive_failures() -> None:
-    breaker = CircuitBreaker(failures=2, reset_after_s=30, clock=FakeClock())
+    breaker = CircuitBreaker(failures=2, reset_after_s=30, clock=FakeClock(1000.0))
     breaker.record_failure()
     breaker.record_success()
     assert breaker.record_failure() is False and breaker.state == "closed"

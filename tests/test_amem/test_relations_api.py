@@ -26,6 +26,7 @@ from memvault.store.models import NoteRow
 from memvault.testing.fake_messages import FakeMessagesServer
 from tests.apiclient import Api
 from tests.conftest import ServicesFactory
+from tests.test_amem._replies import CONSTRUCT, construct_reply, prompt_of
 
 PRIVATE = ("lawyer", "divorce")
 """Words only the `planner` agent's private notes hold."""
@@ -133,18 +134,9 @@ def server() -> Iterator[FakeMessagesServer]:
 
 def _judge(evolve: dict[str, Any], decide: dict[str, Any] | None = None) -> Any:
     def respond(body: Any) -> str:
-        prompt = body["messages"][0]["content"]
-        if "Describe this new memory note" in prompt:
-            return json.dumps(
-                {
-                    "keywords": ["trip"],
-                    "tags": ["travel"],
-                    "context": "A trip.",
-                    "category": "Personal",
-                    "note_type": "memory",
-                    "topics": [],
-                }
-            )
+        prompt = prompt_of(body)
+        if CONSTRUCT in prompt:
+            return construct_reply(["trip"], ["travel"], "A trip.")
         if "Classify the relation" in prompt:
             return json.dumps(evolve)
         if "List the facts" in prompt:

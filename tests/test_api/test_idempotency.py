@@ -8,7 +8,6 @@ from __future__ import annotations
 import secrets
 import string
 import threading
-import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -30,6 +29,7 @@ from memvault.api.idempotency import (
 from memvault.errors import IndexError_
 from memvault.store.models import IdempotencyRow
 from memvault.vault.service import ScopedVault
+from tests._helpers import FakeClock
 from tests.apiclient import OPERATOR_KEY, Api
 from tests.conftest import ServicesFactory
 
@@ -39,14 +39,6 @@ PEARS = "The user grows pears in the orchard"
 PLUMS = "The user grows plums in the orchard"
 TEA = "The user drinks green tea every day"
 COFFEE = "The user drinks black coffee every day"
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def fastapi_app(api: Api) -> FastAPI:

@@ -6,21 +6,19 @@ every file under the data directory is private (files 0600, directories 0700) af
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.serving import clean_env, free_port, start_serve, stop, wait_healthy
+from tests.serving import call_json, clean_env, free_port, start_serve, stop, wait_healthy
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -49,18 +47,6 @@ def _memvault(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess[s
         text=True,
         timeout=timeout,
     )
-
-
-def _http(method: str, url: str, key: str, body: dict | None = None) -> tuple[int, dict]:
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, method=method)
-    request.add_header("Authorization", f"Bearer {key}")
-    request.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return response.status, json.loads(response.read() or b"{}")
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read() or b"{}")
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +88,7 @@ def test_second_process_on_a_served_data_dir_exits_at_once(served: Served) -> No
 
     # The first server is unharmed: it still answers and writes.
     operator_key = (served.data / "operator.key").read_text().strip()
-    status, admin = _http(
+    status, admin = call_json(
         "POST", f"{served.base}/v1/operator/tenants", operator_key, {"tenant_id": "lock-check"}
     )
     assert status == 201, admin
@@ -136,18 +122,18 @@ def test_readme_quickstart_runs_twice_without_a_traceback(served: Served) -> Non
 
 def test_files_under_the_served_data_dir_are_private(served: Served) -> None:
     operator_key = (served.data / "operator.key").read_text().strip()
-    status, admin = _http(
+    status, admin = call_json(
         "POST", f"{served.base}/v1/operator/tenants", operator_key, {"tenant_id": "modes"}
     )
     assert status == 201, admin
-    status, agent = _http(
+    status, agent = call_json(
         "POST",
         f"{served.base}/v1/admin/keys",
         admin["api_key"],
         {"user_id": "alice", "agent_id": "planner"},
     )
     assert status == 201, agent
-    status, note = _http(
+    status, note = call_json(
         "POST",
         f"{served.base}/v1/memories",
         agent["api_key"],

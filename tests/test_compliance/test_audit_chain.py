@@ -25,6 +25,7 @@ from memvault.keyring import Keyring
 from memvault.keyring._master import LocalMasterKey
 from memvault.store.database import Database, _alembic_config
 from memvault.store.models import ApiKeyRow
+from tests._helpers import run_threads
 from tests.conftest import app_role_url, drop_schema, migrated_pg_schema, pg_url_or_skip
 
 THREADS, PER_THREAD = 8, 100
@@ -77,22 +78,14 @@ def _chain_ok(events: list[dict[str, Any]]) -> bool:
 
 def test_eight_threads_append_eight_hundred_events_without_a_gap(stores: Stores) -> None:
     logs = [stores.log(0), stores.log(1)]  # two appenders that share no in-process lock
-    errors: list[BaseException] = []
     start = threading.Barrier(THREADS)
 
     def writer(number: int) -> None:
-        try:
-            start.wait()
-            for i in range(PER_THREAD):
-                logs[number % 2].record("acme", f"key{number}", "note.added", count=i)
-        except BaseException as exc:
-            errors.append(exc)
+        start.wait()
+        for i in range(PER_THREAD):
+            logs[number % 2].record("acme", f"key{number}", "note.added", count=i)
 
-    threads = [threading.Thread(target=writer, args=(n,)) for n in range(THREADS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    errors = run_threads(writer, THREADS)
     assert not errors, errors
     events = list(logs[0].events("acme"))
     assert len(events) == THREADS * PER_THREAD == logs[1].count("acme")

@@ -20,39 +20,14 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Engine, create_engine, text
-from typer.testing import CliRunner
 
-from memvault.cli import app
 from memvault.runtime.factory import Services
+from tests._helpers import poll_until
 from tests.apiclient import OPERATOR_KEY, Api
 from tests.conftest import ServicesFactory, pg_url_or_skip
+from tests.test_compliance._audit import export_lines, verify_export
 
 USER = "usrqzerased"
-
-
-@pytest.fixture
-def api(make_services: ServicesFactory, backend: str) -> Api:
-    return Api(make_services(backend))
-
-
-def _export(api: Api, key: str, since: int | None = None) -> list[str]:
-    path = "/v1/admin/audit/export" + ("" if since is None else f"?since_seq={since}")
-    r = api.call("GET", path, key)
-    assert r.status_code == 200, r.text
-    return r.text.splitlines()
-
-
-def _verify(tmp_path: Path, api: Api, lines: list[str], *extra: str) -> Any:
-    (tmp_path / "keys.json").write_text(api.client.get("/v1/receipt-keys").text)
-    (tmp_path / "export.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    args = [
-        "audit",
-        "verify",
-        str(tmp_path / "export.jsonl"),
-        "--keys",
-        str(tmp_path / "keys.json"),
-    ]
-    return CliRunner().invoke(app, [*args, *extra])
 
 
 def _activity(api: Api, notes: int = 3) -> tuple[str, str]:
@@ -70,48 +45,52 @@ def test_a_full_export_cut_at_the_start_or_to_its_head_fails_by_default(
     api: Api, tmp_path: Path
 ) -> None:
     admin, _ = _activity(api)
-    lines = _export(api, admin)
-    assert _verify(tmp_path, api, lines).exit_code == 0
+    lines = export_lines(api, admin)
+    assert verify_export(tmp_path, api, lines).exit_code == 0
     for cut in (1, 2, len(lines) - 2):  # the last cut keeps one event
-        result = _verify(tmp_path, api, lines[cut:])
+        result = verify_export(tmp_path, api, lines[cut:])
         assert result.exit_code == 1, (cut, result.output)
         assert "first events were removed" in result.output
-    only_head = _verify(tmp_path, api, lines[-1:])
+    only_head = verify_export(tmp_path, api, lines[-1:])
     assert only_head.exit_code == 1 and "events are missing" in only_head.output
     head = json.loads(lines[-1])
     assert head["since_seq"] == 0 and head["seq"] == len(lines) - 1
-    assert "full export, from the genesis hash" in _verify(tmp_path, api, lines).output
+    assert "full export, from the genesis hash" in verify_export(tmp_path, api, lines).output
     # A head whose since_seq was edited to hide the cut no longer verifies.
     moved = {**head, "since_seq": 2}
-    moved_head = _verify(tmp_path, api, [*lines[2:-1], json.dumps(moved)], "--previous-hash", "0")
+    moved_head = verify_export(
+        tmp_path, api, [*lines[2:-1], json.dumps(moved)], "--previous-hash", "0"
+    )
     assert moved_head.exit_code == 1 and "signature" in moved_head.output
 
 
 def test_a_partial_export_is_checked_against_the_previous_head(api: Api, tmp_path: Path) -> None:
     admin, agent = _activity(api)
-    first = _export(api, admin)
+    first = export_lines(api, admin)
     (tmp_path / "first.jsonl").write_text("\n".join(first) + "\n", encoding="utf-8")
     previous = json.loads(first[-1])
     api.add(agent, "the red kayak is in the boathouse")
-    tail = _export(api, admin, since=previous["seq"])
+    tail = export_lines(api, admin, since=previous["seq"])
     assert json.loads(tail[-1])["since_seq"] == previous["seq"]
 
-    alone = _verify(tmp_path, api, tail)
+    alone = verify_export(tmp_path, api, tail)
     assert alone.exit_code == 1 and "partial export" in alone.output
-    ok = _verify(tmp_path, api, tail, "--previous", str(tmp_path / "first.jsonl"))
+    ok = verify_export(tmp_path, api, tail, "--previous", str(tmp_path / "first.jsonl"))
     assert ok.exit_code == 0, ok.output
     assert f"checked against the previous head (seq {previous['seq']})" in ok.output
     (tmp_path / "head.json").write_text(first[-1], encoding="utf-8")  # the head line alone
-    assert _verify(tmp_path, api, tail, "--previous", str(tmp_path / "head.json")).exit_code == 0
+    assert (
+        verify_export(tmp_path, api, tail, "--previous", str(tmp_path / "head.json")).exit_code == 0
+    )
     # The partial export cut at its start fails against the same previous head.
-    cut = _verify(tmp_path, api, tail[1:], "--previous", str(tmp_path / "first.jsonl"))
+    cut = verify_export(tmp_path, api, tail[1:], "--previous", str(tmp_path / "first.jsonl"))
     assert cut.exit_code == 1 and "first events were removed" in cut.output
     # An older head (or a forged one) is not the head this export continues.
-    older = _export(api, admin, since=previous["seq"] - 2)
+    older = export_lines(api, admin, since=previous["seq"] - 2)
     (tmp_path / "older.jsonl").write_text(json.dumps({**previous, "seq": previous["seq"] - 1}))
-    forged = _verify(tmp_path, api, tail, "--previous", str(tmp_path / "older.jsonl"))
+    forged = verify_export(tmp_path, api, tail, "--previous", str(tmp_path / "older.jsonl"))
     assert forged.exit_code == 1 and "signature" in forged.output
-    wrong = _verify(tmp_path, api, older, "--previous", str(tmp_path / "first.jsonl"))
+    wrong = verify_export(tmp_path, api, older, "--previous", str(tmp_path / "first.jsonl"))
     assert wrong.exit_code == 1 and "previous head ends at seq" in wrong.output
 
 
@@ -201,10 +180,10 @@ def test_a_log_rechained_inside_the_database_fails_against_an_earlier_checkpoint
     checkpoint = services.checkpointer.checkpoint("acme")
     assert checkpoint is not None
     api.add(api.agent_key("acme", "usrqzstays", "bot"), "the green canoe stays at the jetty")
-    before = _export(api, admin)
+    before = export_lines(api, admin)
     carried = [json.loads(line) for line in before if '"type":"checkpoint"' in line]
     assert [c["seq"] for c in carried] == [checkpoint["seq"]]
-    ok = _verify(tmp_path, api, before)
+    ok = verify_export(tmp_path, api, before)
     assert ok.exit_code == 0 and "1 checkpoints" in ok.output, ok.output
     assert services.audit.verify("acme")
 
@@ -212,9 +191,9 @@ def test_a_log_rechained_inside_the_database_fails_against_an_earlier_checkpoint
     assert _rechain_without(services, "acme", {"erase.requested", "erase.completed"}) == 2
     services.audit._heads.clear()  # this process forgets its cached head, as a restart would
     assert services.audit.verify("acme")  # the bare chain is consistent again
-    after = _export(api, admin)
+    after = export_lines(api, admin)
     assert not any('"erase.' in line for line in after)
-    result = _verify(tmp_path, api, after)
+    result = verify_export(tmp_path, api, after)
     assert result.exit_code == 1, result.output
     assert "does not match the checkpoint" in result.output
     # The server will not vouch for the edited chain either.
@@ -224,7 +203,7 @@ def test_a_log_rechained_inside_the_database_fails_against_an_earlier_checkpoint
         services.checkpointer.checkpoint("acme")
     # Dropping the checkpoint line from the file is caught by the signed count.
     stripped = [line for line in after if '"type":"checkpoint"' not in line]
-    dropped = _verify(tmp_path, api, stripped)
+    dropped = verify_export(tmp_path, api, stripped)
     assert dropped.exit_code == 1 and "checkpoints were removed" in dropped.output
 
 
@@ -243,14 +222,14 @@ def test_events_removed_from_the_end_leave_a_checkpoint_beyond_the_head(
             {"s": made["seq"] - 2},
         )
     services.audit._heads.clear()
-    result = _verify(tmp_path, api, _export(api, admin))
+    result = verify_export(tmp_path, api, export_lines(api, admin))
     assert result.exit_code == 1 and "beyond the head" in result.output
 
 
 def test_a_tampered_checkpoint_line_fails(api: Api, tmp_path: Path) -> None:
     admin, _ = _activity(api)
     api.services.checkpointer.checkpoint("acme")
-    lines = _export(api, admin)
+    lines = export_lines(api, admin)
     index = next(i for i, line in enumerate(lines) if '"type":"checkpoint"' in line)
     checkpoint = json.loads(lines[index])
     signature = bytearray(base64.b64decode(checkpoint["signature"]))
@@ -259,18 +238,15 @@ def test_a_tampered_checkpoint_line_fails(api: Api, tmp_path: Path) -> None:
         {**checkpoint, "signature": base64.b64encode(bytes(signature)).decode()},
         {**checkpoint, "hash": "0" * 64},
     ):
-        result = _verify(tmp_path, api, [*lines[:index], json.dumps(bad), *lines[index + 1 :]])
+        result = verify_export(
+            tmp_path, api, [*lines[:index], json.dumps(bad), *lines[index + 1 :]]
+        )
         assert result.exit_code == 1, result.output
         assert "signature" in result.output
 
 
 def _wait_for(predicate: Any, seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
+    return poll_until(predicate, seconds, step=0.02)
 
 
 def test_checkpoints_are_made_every_n_events_and_after_a_while(
@@ -322,7 +298,7 @@ def test_the_sdk_keeps_checkpoints_apart_from_events(api: Api) -> None:
 
     admin, _ = _activity(api)
     api.services.checkpointer.checkpoint("acme")
-    lines = _export(api, admin)
+    lines = export_lines(api, admin)
     keys = api.client.get("/v1/receipt-keys").json()["keys"]
     export = _calls.audit_from_lines(lines, keys)
     assert export.verdict is not None and "1 checkpoints" in export.verdict

@@ -6,46 +6,15 @@ from __future__ import annotations
 import base64
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from sqlalchemy import text
-from typer.testing import CliRunner
 
-from memvault.cli import app
 from tests.apiclient import Api
-from tests.conftest import ServicesFactory
+from tests.test_compliance._audit import export_lines, verify_export
 
 NOTE = "my sister Margaret grows purple tomatoes behind the lighthouse"
 SECRET = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
-
-
-@pytest.fixture
-def api(make_services: ServicesFactory, backend: str) -> Api:
-    return Api(make_services(backend))
-
-
-def _export(api: Api, key: str, since: int | None = None) -> list[str]:
-    path = "/v1/admin/audit/export" + ("" if since is None else f"?since_seq={since}")
-    r = api.call("GET", path, key)
-    assert r.status_code == 200, r.text
-    assert r.headers["content-type"].startswith("application/x-ndjson")
-    return r.text.splitlines()
-
-
-def _verify(tmp_path: Path, api: Api, lines: list[str], *extra: str) -> Any:
-    keys = api.client.get("/v1/receipt-keys")
-    assert keys.status_code == 200
-    (tmp_path / "keys.json").write_text(keys.text)
-    (tmp_path / "export.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    args = [
-        "audit",
-        "verify",
-        str(tmp_path / "export.jsonl"),
-        "--keys",
-        str(tmp_path / "keys.json"),
-    ]
-    return CliRunner().invoke(app, [*args, *extra])
 
 
 def _activity(api: Api) -> tuple[str, str]:
@@ -66,7 +35,7 @@ def _activity(api: Api) -> tuple[str, str]:
 
 def test_export_verifies_offline_and_holds_no_text(api: Api, tmp_path: Path) -> None:
     admin, _agent = _activity(api)
-    lines = _export(api, admin)
+    lines = export_lines(api, admin)
     events = [json.loads(line) for line in lines[:-1]]
     head = json.loads(lines[-1])
     actions = [e["action"] for e in events]
@@ -88,7 +57,7 @@ def test_export_verifies_offline_and_holds_no_text(api: Api, tmp_path: Path) -> 
     assert searched["details"]["results"] >= 1
     refused = next(e for e in events if e["action"] == "screen.refused")
     assert refused["details"]["code"] == "credential_refused" and refused["details"]["detector"]
-    result = _verify(tmp_path, api, lines)
+    result = verify_export(tmp_path, api, lines)
     assert result.exit_code == 0, result.output
     assert result.output.startswith("OK")
 
@@ -106,52 +75,52 @@ def test_a_removed_or_edited_event_or_a_flipped_signature_byte_fails(
     api: Api, tmp_path: Path
 ) -> None:
     admin, _agent = _activity(api)
-    lines = _export(api, admin)
-    assert _verify(tmp_path, api, lines).exit_code == 0
+    lines = export_lines(api, admin)
+    assert verify_export(tmp_path, api, lines).exit_code == 0
     for index in (1, 3, len(lines) - 2):  # the second, a middle and the last event
-        result = _verify(tmp_path, api, lines[:index] + lines[index + 1 :])
+        result = verify_export(tmp_path, api, lines[:index] + lines[index + 1 :])
         assert result.exit_code == 1, index
         assert len(result.output.strip().splitlines()) == 1
     # The signed head says the export starts after seq 0: without seq 1 it fails by default.
-    result = _verify(tmp_path, api, lines[1:])
+    result = verify_export(tmp_path, api, lines[1:])
     assert result.exit_code == 1 and "first events were removed" in result.output
-    assert _verify(tmp_path, api, lines[1:], "--previous-hash", "0" * 64).exit_code == 1
+    assert verify_export(tmp_path, api, lines[1:], "--previous-hash", "0" * 64).exit_code == 1
     edited = json.loads(lines[4])
     edited["details"] = {**edited["details"], "results": 99}
-    result = _verify(tmp_path, api, [*lines[:4], json.dumps(edited), *lines[5:]])
+    result = verify_export(tmp_path, api, [*lines[:4], json.dumps(edited), *lines[5:]])
     assert result.exit_code == 1 and "hash" in result.output
     edited = json.loads(lines[4])
     edited["actor"] = "ffffffffffffffff"
     edited["hash"] = "0" * 64
-    assert _verify(tmp_path, api, [*lines[:4], json.dumps(edited), *lines[5:]]).exit_code == 1
+    assert verify_export(tmp_path, api, [*lines[:4], json.dumps(edited), *lines[5:]]).exit_code == 1
     head = json.loads(lines[-1])
     signature = base64.b64decode(head["signature"])
     for position in range(len(signature)):
         flipped = bytearray(signature)
         flipped[position] ^= 0x80
         bad = {**head, "signature": base64.b64encode(bytes(flipped)).decode()}
-        result = _verify(tmp_path, api, [*lines[:-1], json.dumps(bad)])
+        result = verify_export(tmp_path, api, [*lines[:-1], json.dumps(bad)])
         assert result.exit_code == 1, position
         assert "signature" in result.output
-    assert _verify(tmp_path, api, lines[:-1]).exit_code == 1  # the head cut off
+    assert verify_export(tmp_path, api, lines[:-1]).exit_code == 1  # the head cut off
 
 
 def test_since_seq_export_chains_to_the_previous_event(api: Api, tmp_path: Path) -> None:
     admin, agent = _activity(api)
-    full = _export(api, admin)
+    full = export_lines(api, admin)
     events = [json.loads(line) for line in full[:-1]]
     middle = events[4]
     api.add(agent, "the garden gate squeaks when the wind blows")
-    tail = _export(api, admin, since=middle["seq"])
+    tail = export_lines(api, admin, since=middle["seq"])
     first = json.loads(tail[0])
     assert first["seq"] == middle["seq"] + 1 and first["prev"] == middle["hash"]
     assert json.loads(tail[-1])["seq"] > events[-1]["seq"]  # it includes the later events
-    ok = _verify(tmp_path, api, tail, "--previous-hash", middle["hash"])
+    ok = verify_export(tmp_path, api, tail, "--previous-hash", middle["hash"])
     assert ok.exit_code == 0, ok.output
     assert "partial export after seq 5, checked against --previous-hash" in ok.output
-    alone = _verify(tmp_path, api, tail)  # a partial export needs the head it continues
+    alone = verify_export(tmp_path, api, tail)  # a partial export needs the head it continues
     assert alone.exit_code == 1 and "--previous" in alone.output
-    wrong = _verify(tmp_path, api, tail, "--previous-hash", events[3]["hash"])
+    wrong = verify_export(tmp_path, api, tail, "--previous-hash", events[3]["hash"])
     assert wrong.exit_code == 1 and "prev" in wrong.output
     r = api.call("GET", "/v1/admin/audit/export?since_seq=100000", admin)
     assert r.status_code == 422
@@ -159,13 +128,7 @@ def test_since_seq_export_chains_to_the_previous_event(api: Api, tmp_path: Path)
 
 def test_roles_and_the_public_keys(api: Api) -> None:
     admin = api.tenant("acme")
-    r = api.call(
-        "POST",
-        "/v1/admin/keys",
-        admin,
-        json={"user_id": "ann", "agent_id": "desk", "role": "auditor"},
-    )
-    auditor = r.json()["api_key"]
+    auditor = api.agent_key("acme", "ann", "desk", role="auditor")
     agent = api.agent_key("acme", "alice", "bot")
     assert api.call("GET", "/v1/admin/audit/export", auditor).status_code == 200
     assert api.call("GET", "/v1/admin/audit/export", agent).status_code == 403

@@ -4,7 +4,6 @@ ones) and links, decrypted, streamed as JSON lines; nobody else's, however alike
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import pytest
@@ -13,8 +12,8 @@ from memvault.compliance.dsar import DsarExport
 from memvault.errors import ScopeViolation
 from memvault.store.models import NoteRow
 from memvault.vault.guard import ScopeErasing
+from tests._helpers import FakeClock
 from tests.apiclient import Api
-from tests.conftest import ServicesFactory
 
 DAY = 86_400.0
 
@@ -27,14 +26,6 @@ PRIVATE = [
 SHARED = ["The whole family enjoys listening to {w} music on Sunday mornings"]
 WORDS = {("acme", "alice"): "cello", ("acme", "bob"): "violin", ("globex", "alice"): "harp"}
 AGENTS = ("planner", "coach")
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def lines(response: Any) -> list[dict[str, Any]]:
@@ -72,11 +63,6 @@ def seed(api: Api, tenant: str, user: str) -> dict[str, Any]:
         assert r.status_code == 204, r.text
         links.add((source, target))
     return {"word": word, "ids": ids, "links": links, "keys": keys}
-
-
-@pytest.fixture
-def api(make_services: ServicesFactory, backend: str) -> Api:
-    return Api(make_services(backend))
 
 
 def test_export_holds_every_note_and_link_of_the_user_and_nothing_of_others(api: Api) -> None:
@@ -147,14 +133,7 @@ def test_export_skips_expired_notes_and_keeps_soft_deleted_ones(api: Api) -> Non
 
 def test_export_is_for_tenant_admins_only(api: Api) -> None:
     seed(api, "acme", "alice")
-    admin = api.tenant("acme")
-    r = api.call(
-        "POST",
-        "/v1/admin/keys",
-        admin,
-        json={"user_id": "audit", "agent_id": "a", "role": "auditor"},
-    )
-    auditor = r.json()["api_key"]
+    auditor = api.agent_key("acme", "audit", "a", role="auditor")
     agent = api.agent_key("acme", "alice", "planner")
     for key in (auditor, agent):
         r = api.call("GET", "/v1/admin/export", key, params={"user_id": "alice"})

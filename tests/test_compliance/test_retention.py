@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 
 import pytest
 from sqlalchemy import func, select, update
@@ -19,6 +18,7 @@ from memvault.store.models import CorpusStatsRow, LinkRow, NoteRow
 from memvault.vault.drafts import namespace_for
 from memvault.vault.retrieve import SEARCH_MODES
 from memvault.vault.service import ScopedVault
+from tests._helpers import FakeClock
 from tests.apiclient import Api
 from tests.conftest import ServicesFactory
 
@@ -28,16 +28,6 @@ HOUSE_KEY = "The user keeps the spare house key in the kitchen drawer"
 CAR_KEY = "The user keeps the spare car key in the kitchen drawer as well"
 SHEARS = "The garden shears hang on the wall of the wooden shed"
 ROSES = "The roses in the front garden bloom early every spring"
-
-
-class FakeClock:
-    """The vault clock, moved by hand."""
-
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture

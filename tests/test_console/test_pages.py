@@ -19,17 +19,6 @@ NOTE = "alice keeps the spare lantern behind the orchard gate"
 PAGES = ["/users", "/users/alice", "/keys", "/erasures", "/audit", "/refusals", "/policy"]
 
 
-def _issue(api: Api, tenant: str, user: str, agent: str, role: str) -> str:
-    r = api.call(
-        "POST",
-        "/v1/admin/keys",
-        api.tenant(tenant),
-        json={"user_id": user, "agent_id": agent, "role": role},
-    )
-    assert r.status_code == 201, r.text
-    return str(r.json()["api_key"])
-
-
 def _signed_out(console: ConsoleClient) -> bool:
     r = console.get("/users", follow_redirects=False)
     return r.status_code == 303 and r.headers["location"].endswith("/console/login")
@@ -96,7 +85,7 @@ def test_console_refuses_agent_and_invalid_keys(api: Api, console: ConsoleClient
 
 
 def test_console_auditor_reads_but_cannot_act(api: Api, console: ConsoleClient) -> None:
-    auditor = _issue(api, "acme", "audrey", "desk", "auditor")
+    auditor = api.agent_key("acme", "audrey", "desk", role="auditor")
     console.sign_in(auditor)
     for path in ["/users", "/erasures", "/audit", "/refusals", "/policy"]:
         assert console.get(path).status_code == 200, path
@@ -113,7 +102,7 @@ def test_console_auditor_reads_but_cannot_act(api: Api, console: ConsoleClient) 
 
 
 def test_console_revoked_key_and_sign_out_end_the_session(api: Api, console: ConsoleClient) -> None:
-    second_admin = _issue(api, "acme", "admin", "ops", "tenant_admin")
+    second_admin = api.agent_key("acme", "admin", "ops", role="tenant_admin")
     console.sign_in(second_admin)
     key_id = second_admin.split(".")[1]
     r = api.call("DELETE", f"/v1/admin/keys/{key_id}", api.tenant("acme"))
@@ -192,7 +181,7 @@ def test_console_audit_export_verifies_and_page_sees_tampering(
     api: Api, console: ConsoleClient
 ) -> None:
     console.sign_in(api.tenant("acme"))
-    _issue(api, "acme", "carol", "desk", "agent")
+    api.agent_key("acme", "carol", "desk")
     page = console.get("/audit").text
     assert 'id="chain">✓ chain verified' in page
     filtered = console.get("/audit", params={"action": "key.issued"}).text

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,16 +14,6 @@ from memvault.embed import (
     prepare_minilm_dir,
 )
 from memvault.embed.process import ProcessEmbedder
-
-
-def poll_until(check: Callable[[], bool], seconds: float, step: float = 0.05) -> bool:
-    """Whether `check()` came true within `seconds` (asked every `step` seconds)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(step)
-    return False
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -18,6 +17,7 @@ from memvault.embed import (
     cache_key,
 )
 from memvault.scope import Scope
+from tests._helpers import run_threads
 
 ALICE = Scope("acme", "alice", "planner")
 ALICE_OTHER_AGENT = Scope("acme", "alice", "writer")
@@ -218,24 +218,15 @@ def test_cached_result_mutation_does_not_change_cache(cached: CachedEmbedder) ->
 def test_cached_concurrent_callers_get_consistent_vectors(cached: CachedEmbedder) -> None:
     texts = [f"fact {i} about the garden" for i in range(6)]
     expected = cached.embed_documents(ALICE, texts)
-    errors: list[BaseException] = []
 
-    def work() -> None:
-        try:
-            for _ in range(20):
-                got = cached.embed_documents(ALICE, texts)
-                np.testing.assert_array_equal(got, expected)
-                cached.embed_documents(BOB, texts[:2])
-                cached.evict_scope("acme", "bob")
-        except BaseException as exc:  # surfaced below
-            errors.append(exc)
+    def work(_: int) -> None:
+        for _ in range(20):
+            got = cached.embed_documents(ALICE, texts)
+            np.testing.assert_array_equal(got, expected)
+            cached.embed_documents(BOB, texts[:2])
+            cached.evict_scope("acme", "bob")
 
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors
+    assert not run_threads(work, 4)
     assert cached.cache.evict_scope("acme", "alice") == 6
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +17,7 @@ from memvault.embed import (
     prepare_minilm_dir,
 )
 from memvault.errors import InvalidRequest
+from tests._helpers import run_threads
 
 BACKENDS = ["use_embedder", "e5_embedder", "minilm_embedder"]
 EXPECTED = {
@@ -107,20 +107,11 @@ def test_use_concurrent_calls_match_sequential_results(use_embedder: UseEmbedder
     texts = [f"note number {i} about gardening and tomatoes" for i in range(8)]
     expected = use_embedder.embed_documents(texts)
     results: dict[int, np.ndarray] = {}
-    errors: list[BaseException] = []
 
     def work(i: int) -> None:
-        try:
-            results[i] = use_embedder.embed_documents([texts[i]])[0]
-        except BaseException as exc:  # surfaced below
-            errors.append(exc)
+        results[i] = use_embedder.embed_documents([texts[i]])[0]
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(texts))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors
+    assert not run_threads(work, len(texts))
     for i in range(len(texts)):
         np.testing.assert_allclose(results[i], expected[i], atol=1e-4)
 

@@ -1,9 +1,9 @@
 """The USE-m3 ONNX (int8) build: same model as the numpy build, but not the same vectors.
 
 The adoption gate for making it the `use-m3` default was cosine >= 0.999 against the numpy
-build on LoCoMo and CMRC texts; it measures about 0.98 (bench/embed_match.py), so `use-m3`
-stays the numpy build and the ONNX one records its own model id. It is not in `make install`;
-its tests skip where the package is absent.
+build on LoCoMo and CMRC texts; it measures about 0.98 (bench/embed_match.py, retired at
+d6cb986), so `use-m3` stays the numpy build and the ONNX one records its own model id. It is
+not in `make install`; its tests skip where the package is absent.
 """
 
 from __future__ import annotations

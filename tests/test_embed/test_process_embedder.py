@@ -17,7 +17,7 @@ import pytest
 
 from memvault.embed.base import Embedder
 from memvault.embed.process import EmbeddingFailed, ProcessEmbedder
-from tests.test_embed.conftest import poll_until
+from tests._helpers import poll_until
 
 TEXTS = [
     "The garden piano plan, item kqzvxabc, is due next week",

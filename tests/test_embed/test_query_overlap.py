@@ -19,7 +19,7 @@ from memvault.embed.base import Embedder
 from memvault.embed.process import ProcessEmbedder
 from memvault.scope import Scope
 from memvault.vault.retrieve import SEARCHES
-from tests.test_embed.conftest import poll_until
+from tests._helpers import poll_until
 
 ALICE = Scope("acme", "alice", "planner")
 QUERY = "When does Alice fly to Lisbon?"

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import pytest
 
 from memvault.errors import InvalidRequest
-from memvault.index import IndexPoint, PointFilter, VectorIndex
+from memvault.index import Hit, IndexPoint, PointFilter, VectorIndex
+from tests._helpers import run_threads
 from tests.test_index.shapes import DIM, axis, mix, new_id, point, sparse
 
 NS = "tenant1"
@@ -520,6 +522,10 @@ def test_search_sparse_applies_filter(index: VectorIndex) -> None:
 # -- hybrid fusion ------------------------------------------------------------------------------
 
 
+FUSION_QUERY = (axis(0), sparse({1: 1.0, 2: 1.0}))
+"""The query of the fusion cases: dense along axis 0, sparse over the tokens 1 and 2."""
+
+
 def _fusion_points(index: VectorIndex) -> dict[str, str]:
     """Dense favours A, sparse favours B, C is second on both; X (user u2) is best on both.
 
@@ -536,17 +542,20 @@ def _fusion_points(index: VectorIndex) -> dict[str, str]:
     return {name: p.id for name, p in pts.items()}
 
 
-def test_search_hybrid_second_on_both_wins_fusion(index: VectorIndex) -> None:
+def _hybrid(index: VectorIndex, **kw: Any) -> tuple[list[str], list[Hit]]:
+    """Store the fusion points and run `search_hybrid` for the known query inside u1 (`kw`:
+    limit, prefetch and the fusion's options); the names of the hits, and the hits."""
     ids = _fusion_points(index)
     name = {v: k for k, v in ids.items()}
+    hits = index.search_hybrid(NS, *FUSION_QUERY, PointFilter(user_id="u1"), **kw)
+    return [name[h.id] for h in hits], hits
 
-    hits = index.search_hybrid(
-        NS, axis(0), sparse({1: 1.0, 2: 1.0}), PointFilter(user_id="u1"), limit=3, prefetch=3
-    )
+
+def test_search_hybrid_second_on_both_wins_fusion(index: VectorIndex) -> None:
+    order, hits = _hybrid(index, limit=3, prefetch=3)
 
     # Prefetch 3 inside u1: dense A, C, D; sparse B, C, D. RRF (k=60, rank from 0):
     # C = 2/61, D = 2/62, A = B = 1/60.
-    order = [name[h.id] for h in hits]
     assert order[:2] == ["C", "D"]
     assert order[2] in {"A", "B"}
     assert hits[0].score == pytest.approx(2 / 61, rel=1e-4)
@@ -556,46 +565,23 @@ def test_search_hybrid_second_on_both_wins_fusion(index: VectorIndex) -> None:
 
 
 def test_search_hybrid_weights_favour_the_heavier_list(index: VectorIndex) -> None:
-    ids = _fusion_points(index)
-    name = {v: k for k, v in ids.items()}
-
-    hits = index.search_hybrid(
-        NS,
-        axis(0),
-        sparse({1: 1.0, 2: 1.0}),
-        PointFilter(user_id="u1"),
-        limit=3,
-        prefetch=3,
-        weights=(2.0, 1.0),
-    )
+    order, hits = _hybrid(index, limit=3, prefetch=3, weights=(2.0, 1.0))
 
     # Weighted RRF: rank r (1-based) in a list of weight w scores 1 / (r / w + k - 1).
     # Dense A, C, D; sparse B, C, D. C = 1/60 + 1/61, D = 1/60.5 + 1/62, A = 1/59.5, B = 1/60:
     # unweighted, A and B tie for third; weighting dense twice puts A there.
-    assert [name[h.id] for h in hits] == ["C", "D", "A"]
+    assert order == ["C", "D", "A"]
     assert hits[0].score == pytest.approx(1 / 60 + 1 / 61, rel=1e-4)
     assert hits[2].score == pytest.approx(1 / 59.5, rel=1e-4)
 
 
 def test_search_hybrid_rrf_k_sets_the_fusion_constant(index: VectorIndex) -> None:
-    ids = _fusion_points(index)
-    name = {v: k for k, v in ids.items()}
-
-    hits = index.search_hybrid(
-        NS,
-        axis(0),
-        sparse({1: 1.0, 2: 1.0}),
-        PointFilter(user_id="u1"),
-        limit=3,
-        prefetch=3,
-        weights=(0.1, 1.0),
-        rrf_k=5,
-    )
+    order, hits = _hybrid(index, limit=3, prefetch=3, weights=(0.1, 1.0), rrf_k=5)
 
     # k = 5, dense weight 0.1: dense rank r scores 1 / (10 r + 4), sparse rank r 1 / (r + 4).
     # C = 1/24 + 1/6, B (sparse first, no dense rank) = 1/5, D = 1/34 + 1/7, A (dense first
     # only) = 1/14: the dense leader A drops out, which at k = 60 it would not (1/59.5 vs 1/60).
-    assert [name[h.id] for h in hits] == ["C", "B", "D"]
+    assert order == ["C", "B", "D"]
     assert hits[0].score == pytest.approx(1 / 24 + 1 / 6, rel=1e-4)
     assert hits[1].score == pytest.approx(1 / 5, rel=1e-4)
     assert hits[2].score == pytest.approx(1 / 34 + 1 / 7, rel=1e-4)
@@ -604,10 +590,9 @@ def test_search_hybrid_rrf_k_sets_the_fusion_constant(index: VectorIndex) -> Non
 def test_search_hybrid_filter_applies_inside_both_prefetches(index: VectorIndex) -> None:
     ids = _fusion_points(index)
     name = {v: k for k, v in ids.items()}
-    q_dense, q_sparse = axis(0), sparse({1: 1.0, 2: 1.0})
 
-    unfiltered = index.search_hybrid(NS, q_dense, q_sparse, ALL, limit=3, prefetch=3)
-    filtered = index.search_hybrid(NS, q_dense, q_sparse, PointFilter(user_id="u1"), 3, 3)
+    unfiltered = index.search_hybrid(NS, *FUSION_QUERY, ALL, limit=3, prefetch=3)
+    filtered = index.search_hybrid(NS, *FUSION_QUERY, PointFilter(user_id="u1"), 3, 3)
 
     # Unfiltered, X is best on both lists and wins; D is pushed out of both top-3 lists.
     assert name[unfiltered[0].id] == "X"
@@ -620,15 +605,10 @@ def test_search_hybrid_filter_applies_inside_both_prefetches(index: VectorIndex)
 
 
 def test_search_hybrid_prefetch_below_limit_takes_limit_candidates(index: VectorIndex) -> None:
-    ids = _fusion_points(index)
-    name = {v: k for k, v in ids.items()}
-
-    hits = index.search_hybrid(
-        NS, axis(0), sparse({1: 1.0, 2: 1.0}), PointFilter(user_id="u1"), limit=4, prefetch=1
-    )
+    order, hits = _hybrid(index, limit=4, prefetch=1)
 
     # Each prefetch takes max(prefetch, limit) = 4: dense A, C, D, B; sparse B, C, D.
-    assert [name[h.id] for h in hits] == ["C", "B", "D", "A"]
+    assert order == ["C", "B", "D", "A"]
     assert hits[1].score == pytest.approx(1 / 60 + 1 / 63, rel=1e-4)
 
 
@@ -647,33 +627,23 @@ def test_search_hybrid_point_without_sparse_still_found_by_dense(index: VectorIn
 def test_concurrent_upserts_and_searches_lose_nothing(index: VectorIndex) -> None:
     per_thread, batch = 60, 6
     written: list[list[str]] = [[] for _ in range(4)]
-    errors: list[BaseException] = []
     start = threading.Barrier(4)
 
     def worker(n: int) -> None:
-        try:
-            start.wait()
-            ns = NS if n % 2 == 0 else "tenant2"
-            for b in range(per_thread // batch):
-                pts = [
-                    point(mix((n, 1.0), ((b + i) % DIM, 0.3)), words={n: 1.0, b: 0.5}, user=f"u{n}")
-                    for i in range(batch)
-                ]
-                index.upsert(ns, pts)
-                written[n].extend(p.id for p in pts)
-                index.search_dense(ns, axis(n), PointFilter(user_id=f"u{n}"), 5)
-                index.search_hybrid(ns, axis(n), sparse({n: 1.0}), ALL, 5, 10)
-                index.count(ns, ALL)
-        except BaseException as exc:
-            errors.append(exc)
+        start.wait()
+        ns = NS if n % 2 == 0 else "tenant2"
+        for b in range(per_thread // batch):
+            pts = [
+                point(mix((n, 1.0), ((b + i) % DIM, 0.3)), words={n: 1.0, b: 0.5}, user=f"u{n}")
+                for i in range(batch)
+            ]
+            index.upsert(ns, pts)
+            written[n].extend(p.id for p in pts)
+            index.search_dense(ns, axis(n), PointFilter(user_id=f"u{n}"), 5)
+            index.search_hybrid(ns, axis(n), sparse({n: 1.0}), ALL, 5, 10)
+            index.count(ns, ALL)
 
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-
-    assert errors == []
+    assert run_threads(worker, 4) == []
     assert index.count(NS, ALL) == 2 * per_thread
     assert index.count("tenant2", ALL) == 2 * per_thread
     for n in range(4):

@@ -15,6 +15,7 @@ import pytest
 from memvault.errors import IndexError_, InvalidRequest
 from memvault.index import EdgeIndex, PointFilter
 from memvault.index.edge import shard_folder_name
+from tests._helpers import run_threads
 from tests.test_index.shapes import DIM, axis, mix, point, sparse
 
 ALL = PointFilter()
@@ -294,29 +295,17 @@ def test_edge_lru_keeps_at_most_max_open_and_answers_correctly(tmp_path: Path) -
 def test_edge_lru_under_concurrent_use_loses_nothing(tmp_path: Path) -> None:
     index = EdgeIndex(tmp_path, DIM, max_open=2)
     names = [f"t{n}" for n in range(5)]
-    errors: list[BaseException] = []
     start = threading.Barrier(4)
 
     def worker(n: int) -> None:
-        try:
-            start.wait()
-            for round_ in range(15):
-                ns = names[(n + round_) % 5]
-                index.upsert(ns, [point(axis(n), user=f"u{n}")])
-                index.search_hybrid(
-                    ns, axis(n), sparse({n: 1.0}), PointFilter(user_id=f"u{n}"), 3, 5
-                )
-                index.count(names[(n + round_ + 2) % 5], ALL)
-        except BaseException as exc:
-            errors.append(exc)
+        start.wait()
+        for round_ in range(15):
+            ns = names[(n + round_) % 5]
+            index.upsert(ns, [point(axis(n), user=f"u{n}")])
+            index.search_hybrid(ns, axis(n), sparse({n: 1.0}), PointFilter(user_id=f"u{n}"), 3, 5)
+            index.count(names[(n + round_ + 2) % 5], ALL)
 
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-
-    assert errors == []
+    assert run_threads(worker, 4) == []
     assert sum(index.count(ns, ALL) for ns in names) == 4 * 15
     assert len(index.open_namespaces()) <= 2
     index.close()

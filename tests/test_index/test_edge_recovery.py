@@ -12,6 +12,8 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -65,6 +67,34 @@ def _points(rng: np.random.Generator) -> tuple[list[Planted], list[Planted]]:
     return removed, kept
 
 
+def _stored(tmp_path: Path, seed: int) -> tuple[EdgeIndex, list[Planted], list[Planted]]:
+    """An index under `tmp_path` holding the points of `_points` (to be removed, to be kept)."""
+    removed, kept = _points(np.random.default_rng(seed))
+    index = EdgeIndex(tmp_path, WIDE)
+    index.upsert(NS, [p.point for p in removed + kept])
+    return index, removed, kept
+
+
+@contextmanager
+def _renames_fail_from(monkeypatch: pytest.MonkeyPatch, call: int) -> Iterator[None]:
+    """Inside the block, `os.replace` fails ("disk says no") from its `call`-th call (1-based)."""
+    calls = 0
+    real_replace = os.replace
+
+    def failing_replace(src: object, dst: object) -> None:
+        nonlocal calls
+        calls += 1
+        if calls >= call:
+            raise OSError("disk says no")
+        real_replace(src, dst)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "replace", failing_replace)
+    try:
+        yield
+    finally:
+        monkeypatch.setattr(os, "replace", real_replace)
+
+
 def _crash(root: Path, points: list[Planted], mode: str, n: int = 0) -> None:
     spec = {
         "root": str(root),
@@ -116,23 +146,11 @@ def test_rebuild_killed_midway_is_finished_on_open(tmp_path: Path, mode: str, n:
 def test_rebuild_failing_in_process_is_recovered_by_the_next_call(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    removed, kept = _points(np.random.default_rng(5))
-    index = EdgeIndex(tmp_path, WIDE)
-    index.upsert(NS, [p.point for p in removed + kept])
-    calls = [0]
-    real_replace = os.replace
-
-    def failing_replace(src: object, dst: object) -> None:
-        calls[0] += 1
-        if calls[0] >= 2:  # the second rename of the swap fails, and every later one
-            raise OSError("disk says no")
-        real_replace(src, dst)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(os, "replace", failing_replace)
-    with pytest.raises(IndexError_) as caught:
+    index, removed, kept = _stored(tmp_path, seed=5)
+    # The second rename of the swap fails, and every later one.
+    with _renames_fail_from(monkeypatch, 2), pytest.raises(IndexError_) as caught:
         index.delete_where(NS, PointFilter(user_id="alice", agent_id="agent-one"))
     assert "disk says no" not in caught.value.message
-    monkeypatch.setattr(os, "replace", real_replace)
 
     # The partition's folder is missing (renamed to trash); the next call finishes the swap.
     assert index.count(NS, PointFilter(user_id="alice")) == 3
@@ -258,19 +276,10 @@ def test_legacy_split_killed_midway_is_redone_on_open(tmp_path: Path, when: str)
 def test_erasing_a_user_after_a_failed_rebuild_leaves_nothing_to_resurrect(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    removed, kept = _points(np.random.default_rng(6))
-    index = EdgeIndex(tmp_path, WIDE)
-    index.upsert(NS, [p.point for p in removed + kept])
-    real_replace = os.replace
-
-    def broken_replace(src: object, dst: object) -> None:
-        raise OSError("disk says no")
-
+    index, removed, kept = _stored(tmp_path, seed=6)
     # The swap and its in-process recovery both fail: a complete `.rebuild-` stays beside it.
-    monkeypatch.setattr(os, "replace", broken_replace)
-    with pytest.raises(IndexError_):
+    with _renames_fail_from(monkeypatch, 1), pytest.raises(IndexError_):
         index.delete_where(NS, PointFilter(user_id="alice", agent_id="agent-one"))
-    monkeypatch.setattr(os, "replace", real_replace)
     assert any(p.name.startswith(".rebuild-") for p in index.shard_path(NS).iterdir())
 
     index.delete_where(NS, PointFilter(user_id="alice"))  # erase the whole user

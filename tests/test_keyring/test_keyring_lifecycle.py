@@ -11,6 +11,7 @@ from memvault.errors import DecryptionError, InvalidRequest, KeyNotFound, VaultE
 from memvault.keyring import Keyring, associated_data
 from memvault.scope import Scope
 from memvault.testing import FakeKms
+from tests._helpers import run_threads
 
 NOTE = "note-1"
 
@@ -253,26 +254,17 @@ def test_index_key_after_tenant_shred_is_new(keyring: Keyring) -> None:
 
 def test_aead_for_concurrent_threads_share_one_data_key(keyring: Keyring, scope: Scope) -> None:
     handles = []
-    errors: list[BaseException] = []
     barrier = threading.Barrier(8)
 
-    def work() -> None:
-        try:
-            barrier.wait()
-            handle = keyring.aead_for(scope)
-            ad = associated_data(scope, NOTE, "text", handle.key_version)
-            for _ in range(50):
-                assert handle.decrypt(handle.encrypt(b"x", ad), ad) == b"x"
-            handles.append(handle)
-        except BaseException as exc:  # collected and re-raised in the main thread
-            errors.append(exc)
+    def work(_: int) -> None:
+        barrier.wait()
+        handle = keyring.aead_for(scope)
+        ad = associated_data(scope, NOTE, "text", handle.key_version)
+        for _ in range(50):
+            assert handle.decrypt(handle.encrypt(b"x", ad), ad) == b"x"
+        handles.append(handle)
 
-    threads = [threading.Thread(target=work) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    assert not run_threads(work, 8)
     assert len({id(h) for h in handles}) == 1
     assert keyring.count_keys(scope.tenant) == 1
 

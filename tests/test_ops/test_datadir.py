@@ -14,11 +14,22 @@ import pytest
 from pydantic import SecretStr
 
 from memvault.config import Settings
+from memvault.embed.base import Embedder
 from memvault.errors import VaultError
-from memvault.runtime.factory import open_services
+from memvault.runtime.factory import Services, open_services
 from memvault.scope import Scope
 from memvault.store.datadir import LOCK_FILE, DataDirInUse, DataDirLock
 from tests.conftest import ServicesFactory
+
+ALICE = Scope("t1", "u1", "a1")
+
+
+def _services_with_a_note(make_services: ServicesFactory, root: Path, text: str) -> Services:
+    """Embedded services on the data directory `root`, holding one note of ALICE."""
+    services = make_services("sqlite", data_dir=root)
+    services.vault.scoped(ALICE).add(text)
+    return services
+
 
 HOLDER = textwrap.dedent(
     """
@@ -99,19 +110,18 @@ def test_services_twice_on_one_data_dir_fail_clearly_and_reopen_after_close(
     make_services: ServicesFactory, tmp_path: Path
 ) -> None:
     root = tmp_path / "vault"
-    first = make_services("sqlite", data_dir=root)
-    first.vault.scoped(Scope("t1", "u1", "a1")).add("Alice likes green tea in the morning")
+    first = _services_with_a_note(make_services, root, "Alice likes green tea in the morning")
 
     with pytest.raises(DataDirInUse, match="already open in this process"):
         make_services("sqlite", data_dir=root)
 
     first.close()
     again = make_services("sqlite", data_dir=root)
-    assert again.vault.scoped(Scope("t1", "u1", "a1")).list_notes()[1] == 1
+    assert again.vault.scoped(ALICE).list_notes()[1] == 1
     again.close()
 
 
-def test_services_failing_to_open_release_the_lock(tmp_path: Path, embedder: object) -> None:
+def test_services_failing_to_open_release_the_lock(tmp_path: Path, embedder: Embedder) -> None:
     root = tmp_path / "vault"
     root.mkdir()
     key = root / "master.key"
@@ -119,14 +129,14 @@ def test_services_failing_to_open_release_the_lock(tmp_path: Path, embedder: obj
     key.chmod(0o600)
 
     with pytest.raises(VaultError, match="32 bytes"):
-        open_services(Settings(data_dir=root), embedder=embedder, screen=None)  # type: ignore[arg-type]
+        open_services(Settings(data_dir=root), embedder=embedder, screen=None)
 
     key.unlink()
-    services = open_services(Settings(data_dir=root), embedder=embedder, screen=None)  # type: ignore[arg-type]
+    services = open_services(Settings(data_dir=root), embedder=embedder, screen=None)
     services.close()
 
 
-def test_stores_outside_the_data_dir_take_no_lock(tmp_path: Path, embedder: object) -> None:
+def test_stores_outside_the_data_dir_take_no_lock(tmp_path: Path, embedder: Embedder) -> None:
     """Database, keystore and index configured elsewhere: workers may share a DATA_DIR."""
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -136,17 +146,17 @@ def test_stores_outside_the_data_dir_take_no_lock(tmp_path: Path, embedder: obje
         keystore_url=f"sqlite:///{elsewhere / 'keys.db'}",
         qdrant_url=":memory:",
     )
-    a = open_services(settings, embedder=embedder, screen=None)  # type: ignore[arg-type]
-    b = open_services(settings, embedder=embedder, screen=None)  # type: ignore[arg-type]
+    a = open_services(settings, embedder=embedder, screen=None)
+    b = open_services(settings, embedder=embedder, screen=None)
     assert a.data_dir_lock is None and b.data_dir_lock is None
     a.close()
     b.close()
 
     embedded_index = settings.model_copy(update={"qdrant_url": None})
-    first = open_services(embedded_index, embedder=embedder, screen=None)  # type: ignore[arg-type]
+    first = open_services(embedded_index, embedder=embedder, screen=None)
     assert first.data_dir_lock is not None and first.data_dir_lock.held
     with pytest.raises(DataDirInUse):
-        open_services(embedded_index, embedder=embedder, screen=None)  # type: ignore[arg-type]
+        open_services(embedded_index, embedder=embedder, screen=None)
     first.close()
     assert not first.data_dir_lock.held
 
@@ -158,8 +168,7 @@ def test_embedded_files_are_private_after_a_write(
     make_services: ServicesFactory, tmp_path: Path
 ) -> None:
     root = tmp_path / "vault"
-    services = make_services("sqlite", data_dir=root)
-    services.vault.scoped(Scope("t1", "u1", "a1")).add("Alice takes her coffee with oat milk")
+    services = _services_with_a_note(make_services, root, "Alice takes her coffee with oat milk")
 
     mode = lambda p: stat.S_IMODE(p.stat().st_mode)  # noqa: E731
     assert mode(root) == 0o700
@@ -187,8 +196,7 @@ def test_existing_loose_sqlite_files_are_tightened(
     make_services: ServicesFactory, tmp_path: Path
 ) -> None:
     root = tmp_path / "vault"
-    services = make_services("sqlite", data_dir=root)
-    services.vault.scoped(Scope("t1", "u1", "a1")).add("Bob walks his dog before breakfast")
+    services = _services_with_a_note(make_services, root, "Bob walks his dog before breakfast")
     services.close()
     for name in ("memvault.db", "memvault.db-wal", "memvault.db-shm"):
         if (root / name).exists():

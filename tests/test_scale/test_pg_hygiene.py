@@ -27,6 +27,7 @@ from sqlalchemy.exc import DBAPIError
 from memvault.compliance.tenant_deletion import TenantDeletions
 from memvault.errors import VaultError
 from memvault.store.database import Database, RowSecurityNotEnforced, upgrade_database
+from tests._helpers import run_sql
 from tests.conftest import ServicesFactory, app_role_url, pg_url_or_skip
 
 
@@ -39,14 +40,7 @@ class Cluster:
     schemas: list[str] = field(default_factory=list)
 
     def run(self, url: str, *statements: str, schema: str | None = None) -> None:
-        args = {"options": f"-csearch_path={schema}"} if schema else {}
-        engine = create_engine(url, connect_args=args)
-        try:
-            with engine.begin() as conn:
-                for statement in statements:
-                    conn.execute(text(statement))
-        finally:
-            engine.dispose()
+        run_sql(url, *statements, schema=schema)
 
     def role(self, attributes: str) -> str:
         name = "mvt_h_" + uuid.uuid4().hex[:10]

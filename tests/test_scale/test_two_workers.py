@@ -12,15 +12,11 @@ its own local Edge index on the same database refuses to start, naming the setti
 from __future__ import annotations
 
 import base64
-import json
 import os
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -30,23 +26,11 @@ from memvault.embed.base import Embedder
 from memvault.errors import VaultError
 from memvault.runtime.factory import open_services
 from tests.conftest import app_role_url, drop_schema, migrated_pg_schema, pg_url_or_skip
-from tests.serving import clean_env, free_port, start_serve, stop, wait_healthy
+from tests.serving import call_json, clean_env, free_port, start_serve, stop, wait_healthy
 from tests.test_scale.pg import scratch_database
 
 OPERATOR = "mvop_two-workers-operator-key-0123456789"
 USER = "usrqztwo"
-
-
-def _call(base: str, method: str, path: str, key: str, body: Any = None) -> tuple[int, Any]:
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(base + path, data=data, method=method)
-    request.add_header("Authorization", f"Bearer {key}")
-    request.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return response.status, json.loads(response.read() or b"null")
-    except urllib.error.HTTPError as exc:
-        return exc.code, None
 
 
 @pytest.fixture
@@ -77,11 +61,13 @@ def test_an_erase_blocks_and_drains_every_worker(
     try:
         for proc, base in zip(procs, (a, b), strict=True):
             wait_healthy(base, proc)
-        status, tenant = _call(a, "POST", "/v1/operator/tenants", OPERATOR, {"tenant_id": "t1"})
+        status, tenant = call_json(
+            "POST", a + "/v1/operator/tenants", OPERATOR, {"tenant_id": "t1"}
+        )
         assert status == 201
         admin_key = tenant["api_key"]
         body = {"user_id": USER, "agent_id": "a1", "role": "agent"}
-        status, issued = _call(a, "POST", "/v1/admin/keys", admin_key, body)
+        status, issued = call_json("POST", a + "/v1/admin/keys", admin_key, body)
         assert status == 201
         key = issued["api_key"]
         acks: list[tuple[float, int]] = []  # (request sent at, status)
@@ -91,8 +77,8 @@ def test_an_erase_blocks_and_drains_every_worker(
             n = 0
             while not stop_writing.is_set():
                 sent = time.time()
-                status, _ = _call(
-                    b, "POST", "/v1/memories", key, {"text": f"Bee hive {n} is on the roof"}
+                status, _ = call_json(
+                    "POST", b + "/v1/memories", key, {"text": f"Bee hive {n} is on the roof"}
                 )
                 acks.append((sent, status))
                 n += 1
@@ -102,12 +88,12 @@ def test_an_erase_blocks_and_drains_every_worker(
         time.sleep(2.0)
         shredded = _wrapped_keys(deployment["MEMVAULT_KEYSTORE_URL"])
         assert shredded  # the user's data keys before the erase (B holds them unwrapped)
-        status, job = _call(a, "POST", "/v1/admin/erase", admin_key, {"user_id": USER})
+        status, job = call_json("POST", a + "/v1/admin/erase", admin_key, {"user_id": USER})
         assert status in (200, 202)
         job_id = job["id"] if "id" in job else job["receipt"]["id"]
         deadline = time.monotonic() + 120
         while True:
-            status, view = _call(a, "GET", f"/v1/admin/erasures/{job_id}", admin_key)
+            status, view = call_json("GET", a + f"/v1/admin/erasures/{job_id}", admin_key)
             if view and view.get("state") == "done":
                 break
             assert time.monotonic() < deadline, view
@@ -131,13 +117,13 @@ def test_an_erase_blocks_and_drains_every_worker(
                 ).scalar()
                 assert left == 0, table
         # The user comes back: B must not seal under its cached (shredded) key.
-        status, issued = _call(a, "POST", "/v1/admin/keys", admin_key, body)
+        status, issued = call_json("POST", a + "/v1/admin/keys", admin_key, body)
         assert status == 201
         key = issued["api_key"]
         ids = []
         for n in range(5):
-            status, note = _call(
-                b, "POST", "/v1/memories", key, {"text": f"New hive {n} by the gate"}
+            status, note = call_json(
+                "POST", b + "/v1/memories", key, {"text": f"New hive {n} by the gate"}
             )
             assert status == 201
             ids.append(note["id"])
@@ -153,7 +139,7 @@ def test_an_erase_blocks_and_drains_every_worker(
             )
         engine.dispose()
         assert rows == set(ids)
-        unreadable = [n for n in ids if _call(a, "GET", f"/v1/memories/{n}", key)[0] != 200]
+        unreadable = [n for n in ids if call_json("GET", a + f"/v1/memories/{n}", key)[0] != 200]
         assert unreadable == []
     finally:
         for proc in procs:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 
 from memvault.text import tokenize
+from tests._helpers import run_threads
 
 
 def test_tokenize_chinese_sentence_gives_several_short_tokens() -> None:
@@ -76,21 +76,12 @@ def test_tokenize_search_mode_adds_inner_words() -> None:
 def test_tokenize_same_text_same_tokens_across_threads() -> None:
     texts = ["我女儿上个月开始学小提琴。", "Bob's running shoes were expensive", "混合 mixed 文本"]
     expected = [tokenize(t) for t in texts]
-    errors: list[BaseException] = []
 
-    def work() -> None:
-        try:
-            for _ in range(50):
-                assert [tokenize(t) for t in texts] == expected
-        except BaseException as exc:  # surfaced below
-            errors.append(exc)
+    def work(_: int) -> None:
+        for _ in range(50):
+            assert [tokenize(t) for t in texts] == expected
 
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors
+    assert not run_threads(work, 4)
 
 
 def test_tokenize_first_use_prints_nothing() -> None:

@@ -9,14 +9,12 @@ import pytest
 from sqlalchemy import delete, select
 
 from memvault.index.base import PointFilter
-from memvault.scope import Scope
 from memvault.store.corpus import DEFAULT_AVGDL
 from memvault.store.models import AuditEventRow, CorpusStatsRow, NoteRow
 from memvault.vault.service import PENDING
+from tests._helpers import tenant_vault
 from tests.conftest import ServicesFactory
 from tests.db_probes import write_transactions
-
-SCOPE = Scope("t1", "u1", "a1")
 
 
 def _stats(services: Any) -> tuple[int, int]:
@@ -32,9 +30,7 @@ def _stats(services: Any) -> tuple[int, int]:
 def test_a_warm_add_commits_exactly_one_transaction(
     make_services: ServicesFactory, backend: str
 ) -> None:
-    services = make_services(backend)
-    services.tenants.create("t1")
-    vault = services.vault.scoped(SCOPE)
+    services, vault = tenant_vault(make_services, backend)
     vault.add("Warm the policy cache and the corpus statistics first")
     assert (
         write_transactions(
@@ -48,9 +44,7 @@ def test_a_warm_add_commits_exactly_one_transaction(
 def test_a_duplicate_is_refused_by_the_insert_and_its_vector_dropped(
     make_services: ServicesFactory, backend: str
 ) -> None:
-    services = make_services(backend)
-    services.tenants.create("t1")
-    vault = services.vault.scoped(SCOPE)
+    services, vault = tenant_vault(make_services, backend)
     first = vault.add("The user's favourite tea is genmaicha")
     again = vault.add("The user's favourite tea is genmaicha")
     batch = vault.add_many([])  # nothing to store is fine
@@ -62,9 +56,7 @@ def test_a_duplicate_is_refused_by_the_insert_and_its_vector_dropped(
 
 
 def test_a_deleted_twin_no_longer_blocks_an_add(make_services: ServicesFactory) -> None:
-    services = make_services("sqlite")
-    services.tenants.create("t1")
-    vault = services.vault.scoped(SCOPE)
+    _, vault = tenant_vault(make_services)
     first = vault.add("The user parks on level three")
     vault.delete(first.id)
     second = vault.add("The user parks on level three")
@@ -73,9 +65,7 @@ def test_a_deleted_twin_no_longer_blocks_an_add(make_services: ServicesFactory) 
 
 
 def test_corpus_statistics_count_every_stored_add(make_services: ServicesFactory) -> None:
-    services = make_services("sqlite")
-    services.tenants.create("t1")
-    vault = services.vault.scoped(SCOPE)
+    services, vault = tenant_vault(make_services)
     corpus = services.vault.parts.corpus
     assert corpus.avgdl_with("t1", "t1", 0, 0) == DEFAULT_AVGDL
     texts = ["Alpha beta gamma delta", "Lisbon flight at seven", "Genmaicha tea, no sugar"]
@@ -91,9 +81,7 @@ def test_corpus_statistics_count_every_stored_add(make_services: ServicesFactory
 
 def test_the_reconciler_still_completes_a_pending_row(make_services: ServicesFactory) -> None:
     # Rows left `pending` by the earlier three-step add protocol are still repaired.
-    services = make_services("sqlite")
-    services.tenants.create("t1")
-    vault = services.vault.scoped(SCOPE)
+    services, vault = tenant_vault(make_services)
     note = vault.add("The user's flight to Lisbon leaves at seven")
     with services.db.session("t1") as sess:
         row = sess.get(NoteRow, ("t1", note.id))

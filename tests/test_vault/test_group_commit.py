@@ -26,6 +26,7 @@ from memvault.scope import Scope
 from memvault.store.models import NoteRow
 from memvault.vault import group_commit
 from memvault.vault.notes import Note
+from tests._helpers import poll_until, run_threads
 from tests.conftest import ServicesFactory
 from tests.db_probes import notes_inserted_per_transaction
 from tests.faults import Crash
@@ -59,11 +60,8 @@ class Gate:
 
 
 def _wait_for(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + SYNC_TIMEOUT
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.005)
+    if not poll_until(condition, SYNC_TIMEOUT, step=0.005):
+        pytest.fail(f"timed out waiting for {what}")
 
 
 def run_as_one_batch(
@@ -253,25 +251,25 @@ def test_a_poisoned_job_fails_only_its_own_caller_and_leaves_no_row(
     assert set(services.index.scroll_ids("t1", PointFilter())) == ids
 
 
-def test_a_batch_that_fails_once_is_retried_job_by_job(
-    make_services: ServicesFactory, backend: str
-) -> None:
-    services = make_services(backend)
-    _tenants(services, "t1")
-    failed: list[str] = []
+def _one_batch_crashing_once(
+    services: Any, adds: list[tuple[Scope, str]], step: str
+) -> list[object]:
+    """`run_as_one_batch` with a fault that raises `Crash` the first time `step` is reached
+    (and never again); checks that it did crash."""
+    crashed: list[str] = []
 
-    def once(step: str) -> None:
-        if step == "after_upsert" and not failed:
-            failed.append(step)
-            raise Crash(step)
+    def once(reached: str) -> None:
+        if reached == step and not crashed:
+            crashed.append(reached)
+            raise Crash(reached)
 
-    adds = [
-        (Scope("t1", f"u{i}", "a"), f"Note {w} of the retried batch")
-        for i, w in enumerate(["north", "south", "east"])
-    ]
     outcomes = run_as_one_batch(services, adds, then=once)
-    assert failed == ["after_upsert"]
-    assert all(isinstance(o, Note) for o in outcomes), [type(o).__name__ for o in outcomes]
+    assert crashed == [step]
+    return list(outcomes)
+
+
+def _assert_stored_once_and_found(services: Any, adds: list[tuple[Scope, str]]) -> None:
+    """Each added text is one row of its user, and a sparse search for it finds that row."""
     for scope, text in adds:
         rows = _rows_of(services, "t1", scope.user)
         assert len(rows) == 1
@@ -279,29 +277,33 @@ def test_a_batch_that_fails_once_is_retried_job_by_job(
         assert [h.note.id for h in hits] == [rows[0].id]
 
 
+def test_a_batch_that_fails_once_is_retried_job_by_job(
+    make_services: ServicesFactory, backend: str
+) -> None:
+    services = make_services(backend)
+    _tenants(services, "t1")
+    adds = [
+        (Scope("t1", f"u{i}", "a"), f"Note {w} of the retried batch")
+        for i, w in enumerate(["north", "south", "east"])
+    ]
+    outcomes = _one_batch_crashing_once(services, adds, "after_upsert")
+    assert all(isinstance(o, Note) for o in outcomes), [type(o).__name__ for o in outcomes]
+    _assert_stored_once_and_found(services, adds)
+
+
 def test_a_crash_after_a_batch_commits_is_reported_and_never_rerun(
     make_services: ServicesFactory, backend: str
 ) -> None:
     services = make_services(backend)
     _tenants(services, "t1")
-    crashed: list[str] = []
-
-    def once(step: str) -> None:
-        if step == "after_commit" and not crashed:
-            crashed.append(step)
-            raise Crash(step)
-
     adds = [
         (Scope("t1", f"u{i}", "a"), f"Committed note {w}")
         for i, w in enumerate(["amber", "cobalt", "scarlet"])
     ]
-    outcomes = run_as_one_batch(services, adds, then=once)
+    outcomes = _one_batch_crashing_once(services, adds, "after_commit")
     assert all(isinstance(o, Crash) for o in outcomes)  # like the process dying after commit
-    for scope, text in adds:
-        rows = _rows_of(services, "t1", scope.user)
-        assert len(rows) == 1  # committed once, never inserted again (nor taken for a twin)
-        hits = services.vault.scoped(scope).search(text, mode="sparse")
-        assert [h.note.id for h in hits] == [rows[0].id]  # its vector is still there
+    # Committed once, never inserted again (nor taken for a twin); its vector is still there.
+    _assert_stored_once_and_found(services, adds)
     report = services.reconciler.run(grace_seconds=0)
     assert (report.completed, report.removed, report.orphans_deleted) == (0, 0, 0)
 
@@ -315,19 +317,11 @@ def test_group_commit_can_be_turned_off(
     _tenants(services, "t1")
     committer = services.vault.group_commit
     assert committer.enabled is False and committer.window == pytest.approx(0.0025)
-    errors: list[BaseException] = []
 
     def add(i: int) -> None:
-        try:
-            services.vault.scoped(Scope("t1", f"u{i}", "a")).add(f"Solo note number {i} here")
-        except BaseException as exc:
-            errors.append(exc)
+        services.vault.scoped(Scope("t1", f"u{i}", "a")).add(f"Solo note number {i} here")
 
-    threads = [threading.Thread(target=add, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(SYNC_TIMEOUT)
+    errors = run_threads(add, 4, SYNC_TIMEOUT)
     assert errors == [] and committer.stats().batches == 0  # every add ran alone, unbatched
     with services.db.session("t1") as sess:
         count = sess.execute(select(func.count()).select_from(NoteRow)).scalar_one()
@@ -383,12 +377,7 @@ def test_one_batch_runs_at_a_time_and_every_job_gets_its_own_result() -> None:
             with committer.arriving() as arrival:
                 answers[job] = committer.submit(job, arrival)
 
-    threads = [threading.Thread(target=writer, args=(w,)) for w in range(12)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(SYNC_TIMEOUT)
-    assert not any(t.is_alive() for t in threads)
+    assert not run_threads(writer, 12, SYNC_TIMEOUT)  # none raised, none still running
     assert answers == {w * 1000 + n: (w * 1000 + n) * 10 for w in range(12) for n in range(40)}
     stats = committer.stats()
     assert overlap == 1 and stats.jobs == 480 and stats.largest <= 4

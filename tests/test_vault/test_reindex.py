@@ -41,6 +41,17 @@ def _age(services: Services, tenant: str = "t1") -> None:
         sess.execute(update(NoteRow).where(NoteRow.tenant_id == tenant).values(index_version=1))
 
 
+def _stale_data_dir(tmp_path: Path, turns: int) -> tuple[Path, dict[str, str]]:
+    """A closed data directory whose `turns` notes of A are all stale, and the environment of a
+    `memvault` command run on it."""
+    data = tmp_path / "data"
+    services = open_services(Settings(data_dir=data), screen=None)
+    services.vault.scoped(A).add_many(_turns(turns))
+    _age(services)
+    services.close()
+    return data, clean_env() | {"MEMVAULT_DATA_DIR": str(data)}
+
+
 def _versions(services: Services, tenant: str = "t1") -> list[int]:
     with services.db.session(tenant) as sess:
         return [r.index_version for r in sess.query(NoteRow).filter_by(tenant_id=tenant)]
@@ -90,12 +101,7 @@ def test_reindex_never_leaves_an_older_point_behind_an_update(
 
 
 def test_killed_reindex_resumes(tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    services = open_services(Settings(data_dir=data), screen=None)
-    services.vault.scoped(A).add_many(_turns(160))
-    _age(services)
-    services.close()
-    env = clean_env() | {"MEMVAULT_DATA_DIR": str(data)}
+    data, env = _stale_data_dir(tmp_path, 160)
     cmd = [sys.executable, "-m", "memvault.cli", "reindex", "--batch", "4"]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     db = sqlite3.connect(f"file:{data / 'memvault.db'}?mode=ro", uri=True, timeout=10)
@@ -129,12 +135,7 @@ def test_killed_reindex_resumes(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("flag", ["--status"])
 def test_status_reports_without_changing(tmp_path: Path, flag: str) -> None:
-    data = tmp_path / "data"
-    services = open_services(Settings(data_dir=data), screen=None)
-    services.vault.scoped(A).add_many(_turns(3))
-    _age(services)
-    services.close()
-    env = clean_env() | {"MEMVAULT_DATA_DIR": str(data)}
+    data, env = _stale_data_dir(tmp_path, 3)
     out = subprocess.run(
         [sys.executable, "-m", "memvault.cli", "reindex", flag],
         env=env,

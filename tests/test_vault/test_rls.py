@@ -33,6 +33,7 @@ from memvault.store.database import (
 from memvault.store.models import Base, TenantRow
 from memvault.tenancy.principals import ApiKeys
 from memvault.tenancy.tenants import Tenants
+from tests._helpers import run_sql
 from tests.conftest import app_role_url, drop_schema, migrated_pg_schema, pg_url_or_skip
 
 # The tables the issue names; the tests themselves walk every table the catalog lists.
@@ -50,15 +51,7 @@ class Pg:
 
     def admin(self, *statements: str) -> None:
         """Run statements as the owner (the test server's superuser) in the schema."""
-        engine = create_engine(
-            self.admin_url, connect_args={"options": f"-csearch_path={self.schema}"}
-        )
-        try:
-            with engine.begin() as conn:
-                for statement in statements:
-                    conn.execute(text(statement))
-        finally:
-            engine.dispose()
+        run_sql(self.admin_url, *statements, schema=self.schema)
 
     def database(self, url: str | None = None) -> Database:
         return Database(url or self.app_url, schema=self.schema)

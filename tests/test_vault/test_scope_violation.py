@@ -2,48 +2,40 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
 from memvault.errors import ScopeViolation
-from memvault.index.base import Hit, PointFilter, SparseVector
+from memvault.index.base import PointFilter
 from memvault.scope import Scope
 from tests.apiclient import Api
 from tests.conftest import ServicesFactory
 
 
 class FilterDroppingIndex:
-    """A real index whose searches forget the scope filter (a bug or a compromised store)."""
+    """A real index whose searches forget the scope filter (a bug or a compromised store).
+
+    Every `search_*` call reaches the real adapter with each `PointFilter` argument replaced by
+    the empty one, so the adapter's own scope filter builder is given no condition to enforce.
+    """
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+        method = getattr(self._inner, name)
+        if not name.startswith("search_"):
+            return method
 
-    def search_dense(
-        self, namespace: str, vector: Sequence[float], where: PointFilter, limit: int
-    ) -> list[Hit]:
-        return list(self._inner.search_dense(namespace, vector, PointFilter(), limit))
+        def unfiltered(*args: Any, **kwargs: Any) -> Any:
+            args = tuple(PointFilter() if isinstance(a, PointFilter) else a for a in args)
+            kwargs = {
+                k: PointFilter() if isinstance(v, PointFilter) else v for k, v in kwargs.items()
+            }
+            return method(*args, **kwargs)
 
-    def search_hybrid(
-        self,
-        namespace: str,
-        dense: Sequence[float],
-        sparse: SparseVector,
-        where: PointFilter,
-        limit: int,
-        prefetch: int,
-        weights: tuple[float, float] = (1.0, 1.0),
-        rrf_k: int = 60,
-    ) -> list[Hit]:
-        return list(
-            self._inner.search_hybrid(
-                namespace, dense, sparse, PointFilter(), limit, prefetch, weights, rrf_k
-            )
-        )
+        return unfiltered
 
 
 def test_unfiltered_hit_from_another_user_raises_scope_violation(

@@ -12,10 +12,11 @@ from memvault.index.base import PointFilter
 from memvault.scope import Scope
 from memvault.store.models import NoteRow
 from memvault.vault.service import ACTIVE
+from tests._helpers import T1_SCOPE, tenant_vault
 from tests.conftest import ServicesFactory
 from tests.faults import Crash, crash_at
 
-SCOPE = Scope("t1", "u1", "a1")
+SCOPE = T1_SCOPE
 
 
 def _row(services, note_id: str) -> NoteRow:  # type: ignore[no-untyped-def]
@@ -39,9 +40,7 @@ def _row(services, note_id: str) -> NoteRow:  # type: ignore[no-untyped-def]
 def test_a_failed_update_leaves_the_note_exactly_as_it_was(
     make_services: ServicesFactory, backend: str, change: dict[str, object]
 ) -> None:
-    services = make_services(backend)
-    services.tenants.create("t1")
-    vault = services.vault.scoped(SCOPE)
+    services, vault = tenant_vault(make_services, backend)
     note = vault.add("Alice's sister lives in Porto", topics=["family"], source="chat")
     before = _row(services, note.id)
 
@@ -60,9 +59,7 @@ def test_a_failed_update_leaves_the_note_exactly_as_it_was(
 def test_a_crashed_update_keeps_the_old_version_until_the_reconciler_finishes_it(
     make_services: ServicesFactory, backend: str, step: str
 ) -> None:
-    services = make_services(backend)
-    services.tenants.create("t1")
-    vault = services.vault.scoped(SCOPE)
+    services, vault = tenant_vault(make_services, backend)
     note = vault.add("The team meeting moved to Tuesday morning")
     services.vault.fault = crash_at(step)
     with pytest.raises(Crash):
@@ -116,9 +113,7 @@ def test_one_bad_row_is_skipped_and_logged_by_id_and_the_rest_repaired(
 def test_update_readers_is_staged_with_the_new_reader_list(
     make_services: ServicesFactory, backend: str
 ) -> None:
-    services = make_services(backend)
-    services.tenants.create("t1")
-    owner = services.vault.scoped(SCOPE)
+    services, owner = tenant_vault(make_services, backend)
     coder = services.vault.scoped(Scope("t1", "u1", "coder"))
     note = owner.add("The staging database is rebuilt every Sunday")
     assert coder.search("staging database rebuilt") == []

@@ -5,12 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Response
 
 from memvault.api.deps import AdminDep, AuditReaderDep, ServicesDep, only_query_params, tenant_of
-from memvault.api.schemas import (
-    IssuedKeyOut,
-    IssueKey,
-    ScreenPolicyIn,
-    TtlDefaults,
-)
+from memvault.api.schemas import IssuedKeyOut, IssueKey, ScreenPolicyIn, TtlDefaults
 
 router = APIRouter(prefix="/v1/admin", tags=["admin"])
 

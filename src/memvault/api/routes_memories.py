@@ -17,6 +17,7 @@ from memvault.api.deps import (
     tenant_of,
 )
 from memvault.api.lanes import in_read_lane, in_write_pool
+from memvault.api.note_events import added_details, audit_note
 from memvault.api.schemas import (
     AddMemory,
     LinkMemories,
@@ -27,21 +28,10 @@ from memvault.api.schemas import (
     SearchResult,
     UpdateMemory,
 )
-from memvault.runtime.factory import Services
-from memvault.tenancy.principals import Principal
 from memvault.vault.fields import MAX_LIST_LIMIT, MAX_OFFSET
 from memvault.vault.paging import MAX_CURSOR_CHARS
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
-
-
-def _audit(
-    services: Services, caller: Principal, action: str, note_id: str | None, **details: object
-) -> None:
-    """One audit event of the caller's note activity: ids and counts, never text."""
-    scope = caller.scope
-    subject = {"user_id": scope.user, "agent_id": scope.agent, "note_id": note_id}
-    services.audit.record(scope.tenant, caller.key_id, action, subject=subject, **details)
 
 
 @router.post("", status_code=201, dependencies=[Depends(only_query_params())])
@@ -61,15 +51,7 @@ def add_memory(
         session_id=body.session_id,
         occurred_at=body.occurred_at,
     )
-    _audit(
-        services,
-        caller,
-        "note.added",
-        note.id,
-        visibility=note.visibility,
-        redacted=len(note.redacted),
-        flags=len(note.flags),
-    )
+    audit_note(services, caller, "note.added", note.id, **added_details(note))
     return NoteOut.of(note)
 
 
@@ -88,7 +70,7 @@ def search_memories(
         as_of=body.as_of,
         include_history=body.include_history,
     )
-    _audit(services, caller, "note.searched", None, results=len(hits), limit=body.limit)
+    audit_note(services, caller, "note.searched", None, results=len(hits), limit=body.limit)
     now = time.time()
     return SearchResponse(results=[SearchResult.of(h, now) for h in hits])
 
@@ -152,7 +134,7 @@ def update_memory(
     changed = [
         name for name in ("text", "topics", "readers", "source") if name in body.model_fields_set
     ]
-    _audit(services, caller, "note.updated", note.id, fields=changed)
+    audit_note(services, caller, "note.updated", note.id, fields=changed)
     return NoteOut.of(note)
 
 
@@ -166,7 +148,7 @@ def delete_memory(
 ) -> Response:
     """Soft delete (hidden from search), or `?purge=true` to remove the vector and the row."""
     vault.delete(note_id, purge=purge)
-    _audit(services, caller, "note.deleted", note_id, purge=purge)
+    audit_note(services, caller, "note.deleted", note_id, purge=purge)
     return Response(status_code=204)
 
 
@@ -206,7 +188,7 @@ def link_memories(
 ) -> Response:
     """Link a memory the caller may write to another it may read."""
     vault.link(note_id, body.target_id)
-    _audit(services, caller, "note.linked", note_id, target_id=body.target_id)
+    audit_note(services, caller, "note.linked", note_id, target_id=body.target_id)
     return Response(status_code=204)
 
 

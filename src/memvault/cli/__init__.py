@@ -21,7 +21,7 @@ from memvault.cli.db import db_app
 from memvault.cli.imports import register as add_import_command
 from memvault.cli.keys import add_key_commands
 from memvault.cli.mcp import add_mcp_command
-from memvault.cli.options import DataDir
+from memvault.cli.options import CliHelpers, DataDir
 from memvault.cli.reindex import add_reindex_command
 from memvault.config import Settings
 from memvault.embed.blas import cap_blas_threads
@@ -267,8 +267,9 @@ def demo(data_dir: DemoDataDir = None) -> None:
     run_demo(data_dir, typer.echo)
 
 
-add_key_commands(keys_app, command, _settings, lock_data_dir, open_cli_services)
-add_backup_commands(app, command, _settings)
-add_mcp_command(app, command, _settings, lock_data_dir, open_cli_services)
-add_reindex_command(app, command, _settings, lock_data_dir, open_cli_services)
-add_amem_commands(app, command, _settings, lock_data_dir, open_cli_services)
+_helpers = CliHelpers(command, _settings, lock_data_dir, open_cli_services)
+add_key_commands(keys_app, _helpers)
+add_backup_commands(app, _helpers)
+add_mcp_command(app, _helpers)
+add_reindex_command(app, _helpers)
+add_amem_commands(app, _helpers)

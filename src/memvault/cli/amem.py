@@ -1,49 +1,34 @@
 """`memvault consolidate` and `memvault quality-scan` (registered by `memvault.cli`).
 
-The helpers come in as arguments, so this module never imports `memvault.cli`.
+The helpers come in as an argument, so this module never imports `memvault.cli`.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
 import typer
 
-from memvault.cli.options import DataDir
-
-if TYPE_CHECKING:
-    from memvault.config import Settings
-    from memvault.runtime.factory import Services
-    from memvault.store.datadir import DataDirLock
-
-Tenant = Annotated[list[str] | None, typer.Option("--tenant", help="Only this tenant (repeatable)")]
+from memvault.cli.options import CliHelpers, DataDir, Tenants
 
 
 def add_amem_commands(
     app: typer.Typer,
-    command: Callable[[Any], Any],
-    settings_for: Callable[[Path | None], Settings],
-    lock_data_dir: Callable[[Settings], DataDirLock | None],
-    open_cli_services: Callable[[Settings, DataDirLock | None], Services],
+    helpers: CliHelpers,
 ) -> None:
     """Register `consolidate` and `quality-scan` on the top-level app."""
 
-    def opened(data_dir: Path | None) -> Services:
-        settings = settings_for(data_dir)
-        return open_cli_services(settings, lock_data_dir(settings))
-
     @app.command("consolidate")
-    @command
-    def consolidate(tenant: Tenant = None, data_dir: DataDir = None) -> None:
+    @helpers.command
+    def consolidate(tenant: Tenants = None, data_dir: DataDir = None) -> None:
         """Consolidate every scope now (what the server does daily at 02:30): near-duplicate
         notes of one category merge into the oldest; knowledge and shared notes never merge."""
         from memvault.amem.maintenance import ConsolidationReport, consolidate_tenant, scopes_of
         from memvault.amem.wiring import install
 
-        services = opened(data_dir)
+        services = helpers.opened(data_dir)
         try:
             amem = install(services, worker=False, scheduler=False)
             tenants = list(tenant) if tenant else services.db.tenant_ids()
@@ -62,9 +47,9 @@ def add_amem_commands(
             services.close()
 
     @app.command("quality-scan")
-    @command
+    @helpers.command
     def quality_scan(
-        tenant: Tenant = None,
+        tenant: Tenants = None,
         review: Annotated[
             Path | None,
             typer.Option("--review", help="Write each scope's review batch (markdown) here"),
@@ -76,7 +61,7 @@ def add_amem_commands(
         from memvault.amem import maintenance
         from memvault.amem.wiring import install
 
-        services = opened(data_dir)
+        services = helpers.opened(data_dir)
         try:
             amem = install(services, worker=False, scheduler=False)
             if review is not None:

@@ -1,31 +1,26 @@
 """`memvault backup` and `memvault restore` (registered by `memvault.cli`: `add_backup_commands`).
 
-The helpers come in as arguments, so this module never imports `memvault.cli`.
+The helpers come in as an argument, so this module never imports `memvault.cli`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
 import typer
 
-from memvault.cli.options import DataDir
-
-if TYPE_CHECKING:
-    from memvault.config import Settings
+from memvault.cli.options import CliHelpers, DataDir
 
 
 def add_backup_commands(
     app: typer.Typer,
-    command: Callable[[Any], Any],
-    settings_for: Callable[[Path | None], Settings],
+    helpers: CliHelpers,
 ) -> None:
     """Register `backup` and `restore` on the top-level app."""
 
     @app.command("backup")
-    @command
+    @helpers.command
     def backup(
         dest: Annotated[Path, typer.Argument(help="Data store snapshot: a new file or a dir")],
         keystore_dest: Annotated[
@@ -44,13 +39,13 @@ def add_backup_commands(
         """
         from memvault.compliance.backup import backup as run_backup
 
-        result = run_backup(settings_for(data_dir), dest, keystore_dest)
+        result = run_backup(helpers.settings_for(data_dir), dest, keystore_dest)
         typer.echo(f"data store snapshot: {result.data_file}")
         typer.echo(f"keystore snapshot:   {result.keystore_file}")
         typer.echo("keep keystore snapshots briefly (see docs/operations.md, Backups and restore)")
 
     @app.command("restore")
-    @command
+    @helpers.command
     def restore(
         data: Annotated[Path, typer.Option("--data", help="The data store snapshot")],
         keystore: Annotated[Path, typer.Option("--keystore", help="The keystore snapshot")],
@@ -64,7 +59,7 @@ def add_backup_commands(
         """
         from memvault.compliance.backup import restore as run_restore
 
-        settings = settings_for(data_dir)
+        settings = helpers.settings_for(data_dir)
         typer.echo("memvault: loading the embedding model ...")
         report = run_restore(
             settings, data, keystore, progress=lambda n, m: typer.echo(f"restored {n}/{m}")

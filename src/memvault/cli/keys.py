@@ -6,18 +6,14 @@ in, so this module never imports `memvault.cli` (that also works under `python -
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from memvault.cli.options import DataDir
+from memvault.cli.options import CliHelpers, DataDir
 
 if TYPE_CHECKING:
-    from memvault.config import Settings
     from memvault.runtime.factory import Services
-    from memvault.store.datadir import DataDirLock
 
 NewEnv = Annotated[
     str | None,
@@ -31,15 +27,12 @@ ACTOR = "operator-cli"
 
 def add_key_commands(
     keys_app: typer.Typer,
-    command: Callable[[Any], Any],
-    settings_for: Callable[[Path | None], Settings],
-    lock_data_dir: Callable[[Settings], DataDirLock | None],
-    open_services: Callable[[Settings, DataDirLock | None], Services],
+    helpers: CliHelpers,
 ) -> None:
     """Register rotate-master, master-status, rotate and reencrypt on `keys_app`."""
 
     @keys_app.command("rotate-master")
-    @command
+    @helpers.command
     def rotate_master(new_master_key_env: NewEnv = None, data_dir: DataDir = None) -> None:
         """Rewrap every tenant key under a new master key (note ciphertext is not touched).
 
@@ -50,8 +43,8 @@ def add_key_commands(
         """
         from memvault.compliance import rotation
 
-        settings = settings_for(data_dir)
-        lock = lock_data_dir(settings)
+        settings = helpers.settings_for(data_dir)
+        lock = helpers.lock_data_dir(settings)
         try:
             note = rotation.finish_master_rotation(settings)
         except BaseException:
@@ -60,7 +53,7 @@ def add_key_commands(
             raise
         if note is not None:
             typer.echo(note)
-        services = open_services(settings, lock)
+        services = helpers.open_services(settings, lock)
         try:
             if new_master_key_env:
                 result = rotation.rotate_master_env(services, new_master_key_env, ACTOR)
@@ -80,15 +73,15 @@ def add_key_commands(
         )
 
     @keys_app.command("master-status")
-    @command
+    @helpers.command
     def master_status(new_master_key_env: NewEnv = None, data_dir: DataDir = None) -> None:
         """Say which master key (by id) opens the keystore: the configured one, or a new one."""
         from memvault.compliance import rotation
 
-        typer.echo(rotation.master_status(settings_for(data_dir), new_master_key_env))
+        typer.echo(rotation.master_status(helpers.settings_for(data_dir), new_master_key_env))
 
     @keys_app.command("rotate")
-    @command
+    @helpers.command
     def rotate(
         tenant: Annotated[str, typer.Option(help="Tenant id")],
         user: Annotated[str | None, typer.Option(help="Only this user's scopes")] = None,
@@ -98,7 +91,7 @@ def add_key_commands(
         """Make new data keys current, re-encrypt every note under the old ones, destroy them."""
         from memvault.compliance import rotation
 
-        services = open_services(settings_for(data_dir), None)
+        services = helpers.open_services(helpers.settings_for(data_dir), None)
         try:
             services.tenants.require(tenant)
             record = rotation.start_rotation(services, tenant, user, agent, ACTOR)
@@ -108,7 +101,7 @@ def add_key_commands(
             services.close()
 
     @keys_app.command("reencrypt")
-    @command
+    @helpers.command
     def reencrypt(
         tenant: Annotated[str, typer.Option(help="Tenant id")],
         batch: Annotated[int, typer.Option(min=1, max=10_000, help="Notes per batch")] = 200,
@@ -117,7 +110,7 @@ def add_key_commands(
         """Run (or resume after a crash) the tenant's unfinished re-encryption jobs."""
         from memvault.compliance import rotation
 
-        services = open_services(settings_for(data_dir), None)
+        services = helpers.open_services(helpers.settings_for(data_dir), None)
         try:
             services.tenants.require(tenant)
             pending = rotation.unfinished_rotations(services, tenant)

@@ -22,6 +22,7 @@ import typer
 if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings
 
+    from memvault.cli.options import CliHelpers
     from memvault.config import Settings
     from memvault.mcp.backends import MemoryBackend
     from memvault.runtime.factory import Services
@@ -166,15 +167,12 @@ def serve_http(
 
 def add_mcp_command(
     app: typer.Typer,
-    command: Callable[[Any], Any],
-    settings_for: Callable[[Path | None], Settings],
-    lock_data_dir: Callable[[Settings], DataDirLock | None],
-    open_services: Callable[[Settings, DataDirLock | None], Services],
+    helpers: CliHelpers,
 ) -> None:
     """Register `memvault mcp` on the root app."""
 
     @app.command("mcp")
-    @command
+    @helpers.command
     def mcp(
         http: Annotated[
             bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio")
@@ -227,9 +225,9 @@ def add_mcp_command(
             api_key,
             embedded=embedded,
             url=base_url,
-            settings=settings_for(data_dir),
-            lock_data_dir=lock_data_dir,
-            open_services=open_services,
+            settings=helpers.settings_for(data_dir),
+            lock_data_dir=helpers.lock_data_dir,
+            open_services=helpers.open_services,
         )
         from memvault.mcp.server import build_server
 

@@ -1,40 +1,28 @@
 """`memvault reindex` (registered by `memvault.cli`): rebuild stale index points in the foreground.
 
-The helpers come in as arguments, so this module never imports `memvault.cli`.
+The helpers come in as an argument, so this module never imports `memvault.cli`.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
 import typer
 
-from memvault.cli.options import DataDir
-
-if TYPE_CHECKING:
-    from memvault.config import Settings
-    from memvault.runtime.factory import Services
-    from memvault.store.datadir import DataDirLock
+from memvault.cli.options import CliHelpers, DataDir, Tenants
 
 
 def add_reindex_command(
     app: typer.Typer,
-    command: Callable[[Any], Any],
-    settings_for: Callable[[Path | None], Settings],
-    lock_data_dir: Callable[[Settings], DataDirLock | None],
-    open_cli_services: Callable[[Settings, DataDirLock | None], Services],
+    helpers: CliHelpers,
 ) -> None:
     """Register `reindex` on the top-level app."""
 
     @app.command("reindex")
-    @command
+    @helpers.command
     def reindex(
-        tenant: Annotated[
-            list[str] | None, typer.Option("--tenant", help="Only this tenant (repeatable)")
-        ] = None,
+        tenant: Tenants = None,
         status: Annotated[
             bool, typer.Option("--status", help="Only report the stale notes, change nothing")
         ] = False,
@@ -52,8 +40,7 @@ def add_reindex_command(
         """
         from memvault.vault.reindex import Reindexer
 
-        settings = settings_for(data_dir)
-        services = open_cli_services(settings, lock_data_dir(settings))
+        services = helpers.opened(data_dir)
         try:
             reindexer = Reindexer(services.vault, batch=batch)
             before = reindexer.status(list(tenant) if tenant else None)

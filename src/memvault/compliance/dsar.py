@@ -13,11 +13,13 @@ them), nor pending writes a crash left unfinished. Links are listed when both en
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from sqlalchemy import ColumnElement, and_, func, select
+from sqlalchemy import ColumnElement, Select, and_, func, select
+from sqlalchemy.orm import Session
 
 from memvault.errors import ScopeViolation
 from memvault.store.models import LinkRow, NoteRow
@@ -28,6 +30,10 @@ from memvault.vault.service import Vault
 
 BATCH = 200
 """Rows read (and decrypted) per query."""
+
+K = TypeVar("K")
+R = TypeVar("R")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,12 +103,37 @@ class DsarExport:
             LinkRow.dst_id.in_(ids),
         )
 
-    def summary(self) -> ExportSummary:
-        """The counts of notes and links the export holds."""
+    @contextmanager
+    def _session(self) -> Iterator[Session]:
+        """A tenant session inside the scope guard (an erase that starts stops the export)."""
         with (
             self._parts.guard.using(self.tenant, self.user),
             self._parts.db.session(self.tenant) as sess,
         ):
+            yield sess
+
+    def _batches(
+        self,
+        after: K,
+        page: Callable[[K], Select[R]],
+        key: Callable[[R], K],
+        convert: Callable[[R], T],
+    ) -> Iterator[list[T]]:
+        """Keyset paging: `page(after)` selects the rows past `after` in key order, `key(row)` is
+        a row's key; each batch is read and converted in a session of its own."""
+        while True:
+            with self._session() as sess:
+                rows = list(sess.execute(page(after).limit(self._batch)).scalars())
+                batch = [convert(row) for row in rows]
+            if batch:
+                yield batch
+            if len(rows) < self._batch:
+                return
+            after = key(rows[-1])
+
+    def summary(self) -> ExportSummary:
+        """The counts of notes and links the export holds."""
+        with self._session() as sess:
             notes = sess.execute(
                 select(func.count()).select_from(
                     scoped_select(self._owner, *self._note_where()).subquery()
@@ -115,51 +146,27 @@ class DsarExport:
 
     def note_batches(self) -> Iterator[list[ExportedNote]]:
         """The subject's notes, oldest id first, one decrypted batch at a time."""
-        after = ""
-        while True:
-            with (
-                self._parts.guard.using(self.tenant, self.user),
-                self._parts.db.session(self.tenant) as sess,
-            ):
-                rows = list(
-                    sess.execute(
-                        scoped_select(self._owner, *self._note_where(), NoteRow.id > after)
-                        .order_by(NoteRow.id)
-                        .limit(self._batch)
-                    ).scalars()
-                )
-                batch = [self._exported(row) for row in rows]
-            if batch:
-                yield batch
-            if len(rows) < self._batch:
-                return
-            after = rows[-1].id
+
+        def page(after: str) -> Select[NoteRow]:
+            where = (*self._note_where(), NoteRow.id > after)
+            return scoped_select(self._owner, *where).order_by(NoteRow.id)
+
+        yield from self._batches("", page, lambda row: row.id, self._exported)
 
     def link_batches(self) -> Iterator[list[ExportedLink]]:
         """Links between the subject's exported notes, one batch at a time."""
-        after = ("", "")
-        while True:
-            with (
-                self._parts.guard.using(self.tenant, self.user),
-                self._parts.db.session(self.tenant) as sess,
-            ):
-                keyset = (LinkRow.src_id > after[0]) | and_(
-                    LinkRow.src_id == after[0], LinkRow.dst_id > after[1]
-                )
-                rows = list(
-                    sess.execute(
-                        select(LinkRow)
-                        .where(*self._link_where(), keyset)
-                        .order_by(LinkRow.src_id, LinkRow.dst_id)
-                        .limit(self._batch)
-                    ).scalars()
-                )
-                batch = [self._link(row) for row in rows]
-            if batch:
-                yield batch
-            if len(rows) < self._batch:
-                return
-            after = (rows[-1].src_id, rows[-1].dst_id)
+
+        def page(after: tuple[str, str]) -> Select[LinkRow]:
+            keyset = (LinkRow.src_id > after[0]) | and_(
+                LinkRow.src_id == after[0], LinkRow.dst_id > after[1]
+            )
+            return (
+                select(LinkRow)
+                .where(*self._link_where(), keyset)
+                .order_by(LinkRow.src_id, LinkRow.dst_id)
+            )
+
+        yield from self._batches(("", ""), page, lambda row: (row.src_id, row.dst_id), self._link)
 
     def _exported(self, row: NoteRow) -> ExportedNote:
         if row.tenant_id != self.tenant or row.user_id != self.user:

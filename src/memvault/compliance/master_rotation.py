@@ -12,14 +12,20 @@ keystore opens with exactly one of the two). Re-exported by `memvault.compliance
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memvault.errors import InvalidRequest, KeyNotFound, VaultError
-from memvault.keyring import EnvMasterKey, FileMasterKey, Keyring, MasterKeyProvider
+from memvault.keyring import (
+    EnvMasterKey,
+    FileMasterKey,
+    Keyring,
+    MasterKeyProvider,
+    install_master_key_file,
+    remove_master_key_file,
+)
 
 if TYPE_CHECKING:
     from memvault.config import Settings
@@ -75,13 +81,12 @@ def finish_master_rotation(settings: Settings) -> str | None:
     new = FileMasterKey(pending)
     current = FileMasterKey(settings.resolved_master_key_file())
     if new.key_id != current.key_id and _opens(url, new) and not _opens(url, current):
-        _install(pending, settings.resolved_master_key_file())
+        install_master_key_file(pending, settings.resolved_master_key_file())
         return (
             f"an interrupted master rotation had committed: the keystore opens with the new "
             f"master key {new.key_id}, now installed in place of {current.key_id}"
         )
-    pending.unlink()
-    _fsync_dir(pending.parent)
+    remove_master_key_file(pending)
     return (
         f"an interrupted master rotation had not committed: the keystore opens with the "
         f"current master key {current.key_id}; the unused new key was removed"
@@ -131,7 +136,7 @@ def rotate_master_file(services: Services, actor: str, fault: Fault = _no_fault)
     fault("new_key_written")
     count = services.keyring.rotate_master(new)
     fault("rewrapped")
-    _install(pending, current_path)
+    install_master_key_file(pending, current_path)
     fault("installed")
     _audit_master(services, actor, count, new.key_id)
     return MasterRotation(old_id, new.key_id, count, "the new master key file is installed")
@@ -166,16 +171,3 @@ def _audit_master(services: Services, actor: str, count: int, new_key_id: str) -
         services.audit.record(
             tenant, actor, "master.rotated", tenants=count, master_key_id=new_key_id
         )
-
-
-def _install(pending: Path, current: Path) -> None:
-    os.replace(pending, current)
-    _fsync_dir(current.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -14,7 +14,8 @@ EMBEDDER_NAMES = ("use-m3", "e5-small", "minilm")
 DEFAULT_THREADS = 1
 """One BLAS/ONNX thread per model call. On this 2-core machine, with other work running, USE with
 2 threads took 203 ms p50 for one sentence against 11 ms with 1 thread, and batched 97/s against
-217/s: oversubscribed BLAS threads spin. `bench/embed_threads.py` measures it."""
+217/s: oversubscribed BLAS threads spin (measured by `bench/embed_threads.py`, retired at
+d6cb986)."""
 
 
 def make_embedder(

@@ -6,7 +6,8 @@ scikit-learn, usearch, pytest), so it is installed with `--no-deps`; only the mo
 is read, straight through onnxruntime, without importing the package.
 
 It is about twice as fast as the numpy build, but its weights are int8-quantized: its vectors are
-close to the numpy build's, not equal (`bench/embed_match.py` measures how close). It therefore
+close to the numpy build's, not equal (`bench/embed_match.py`, retired at d6cb986, measured how
+close). It therefore
 records its own model id, so vectors from the two builds never mix in one index.
 """
 

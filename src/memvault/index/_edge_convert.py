@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING, Any
 from qdrant_edge import FieldCondition, Filter, HasIdCondition, MatchAny, MatchValue
 from qdrant_edge import SparseVector as EdgeSparseVector
 
-from memvault.index.base import PointFilter, SparseVector, canonical_point_id
+from memvault.index.base import (
+    FilterTerms,
+    PointFilter,
+    SparseVector,
+    build_filter,
+    canonical_point_id,
+)
 
 if TYPE_CHECKING:
     from qdrant_edge import PointId
@@ -23,38 +29,32 @@ def edge_filter(where: PointFilter) -> Filter | None:
     engine only reads it.
     """
     if where.only_ids or where.exclude_ids:
-        return _translate(where)
-    return _translate_scope(where)
+        return build_filter(where, _EDGE_TERMS)
+    return _scope_filter(where)
 
 
 @functools.lru_cache(maxsize=1024)
-def _translate_scope(where: PointFilter) -> Filter | None:
-    return _translate(where)
+def _scope_filter(where: PointFilter) -> Filter | None:
+    return build_filter(where, _EDGE_TERMS)
 
 
-def _translate(where: PointFilter) -> Filter | None:
-    must: list[Any] = []
-    if where.user_id is not None:
-        must.append(FieldCondition(key="user_id", match=MatchValue(where.user_id)))
-    if where.agent_id is not None:
-        must.append(FieldCondition(key="agent_id", match=MatchValue(where.agent_id)))
-    if where.readers_any:
-        must.append(FieldCondition(key="readers", match=MatchAny(list(where.readers_any))))
-    if where.active_only:
-        # An int, not True: the binding turns MatchValue(True) into 1, which never matches a bool.
-        must.append(FieldCondition(key="is_active", match=MatchValue(1)))
-    if where.note_type is not None:
-        must.append(FieldCondition(key="note_type", match=MatchValue(where.note_type)))
-    must.extend(FieldCondition(key="topic_tags", match=MatchValue(t)) for t in where.topic_tags)
-    if where.only_ids:
-        must.append(HasIdCondition({canonical_point_id(i) for i in where.only_ids}))
-    must_not: list[Any] = []
-    if where.exclude_ids:
-        # The binding insists on a set here, not a list.
-        must_not.append(HasIdCondition({canonical_point_id(i) for i in where.exclude_ids}))
-    if not must and not must_not:
-        return None
-    return Filter(must=must or None, must_not=must_not or None)
+def _match(key: str, value: str | int) -> FieldCondition:
+    return FieldCondition(key=key, match=MatchValue(value))
+
+
+def _match_any(key: str, values: list[str]) -> FieldCondition:
+    return FieldCondition(key=key, match=MatchAny(values))
+
+
+def _has_id(ids: list[str]) -> HasIdCondition:
+    return HasIdCondition(set(ids))  # the binding insists on a set here, not a list
+
+
+def _combine(must: list[Any] | None, must_not: list[Any] | None) -> Filter:
+    return Filter(must=must, must_not=must_not)
+
+
+_EDGE_TERMS: FilterTerms[Any, Filter] = FilterTerms(_match, _match_any, _has_id, _combine)
 
 
 def point_ids(ids: Sequence[str]) -> list[PointId]:

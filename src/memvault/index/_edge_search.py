@@ -20,7 +20,6 @@ from qdrant_edge import (
     ScrollRequest,
 )
 
-from memvault.errors import InvalidRequest
 from memvault.index._edge_convert import edge_filter, edge_sparse
 from memvault.index._edge_fanout import fuse_rrf, hit, merge
 from memvault.index._edge_layout import partition_folder_name
@@ -33,6 +32,7 @@ from memvault.index.base import (
     PointFilter,
     SparseVector,
     canonical_point_id,
+    dense_vector,
     validate_namespace,
 )
 
@@ -79,21 +79,15 @@ class EdgeReads:
         return results
 
     def _dense(self, vector: Sequence[float]) -> list[float]:
-        if len(vector) != self.dense_dim:
-            raise InvalidRequest(f"dense vector must have {self.dense_dim} dimensions")
-        return [float(x) for x in vector]
+        return dense_vector(vector, self.dense_dim)
 
     def search_dense(
         self, namespace: str, vector: Sequence[float], where: PointFilter, limit: int
     ) -> list[Hit]:
         """Exact cosine nearest neighbours among points matching `where`, best first."""
-        request = QueryRequest(
-            limit=max(limit, 0),
-            query=Query.Nearest(self._dense(vector), using=DENSE),
-            filter=edge_filter(where),
-            with_payload=True,
+        return self._nearest(
+            namespace, Query.Nearest(self._dense(vector), using=DENSE), where, limit
         )
-        return self._query(namespace, where, request, limit)
 
     def search_sparse(
         self, namespace: str, vector: SparseVector, where: PointFilter, limit: int
@@ -102,11 +96,14 @@ class EdgeReads:
 
         IDF is per partition: a user's scores do not move when another user writes.
         """
+        return self._nearest(
+            namespace, Query.Nearest(edge_sparse(vector), using=SPARSE), where, limit
+        )
+
+    def _nearest(self, namespace: str, query: Query, where: PointFilter, limit: int) -> list[Hit]:
+        """The `limit` points matching `where` nearest to `query`."""
         request = QueryRequest(
-            limit=max(limit, 0),
-            query=Query.Nearest(edge_sparse(vector), using=SPARSE),
-            filter=edge_filter(where),
-            with_payload=True,
+            limit=max(limit, 0), query=query, filter=edge_filter(where), with_payload=True
         )
         return self._query(namespace, where, request, limit)
 

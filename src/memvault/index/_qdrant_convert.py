@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from qdrant_client import models
 
-from memvault.index.base import Hit, PointFilter, SparseVector, canonical_point_id
+from memvault.index.base import (
+    FilterTerms,
+    Hit,
+    PointFilter,
+    SparseVector,
+    build_filter,
+)
 
 
 def payload_indexes() -> dict[str, models.PayloadSchemaParams | models.PayloadSchemaType]:
@@ -21,39 +27,30 @@ def payload_indexes() -> dict[str, models.PayloadSchemaParams | models.PayloadSc
 
 def qdrant_filter(where: PointFilter) -> models.Filter | None:
     """Translate a `PointFilter` into a qdrant-client `Filter`; `None` when it has no condition."""
-    must: list[models.Condition] = []
-    if where.user_id is not None:
-        must.append(
-            models.FieldCondition(key="user_id", match=models.MatchValue(value=where.user_id))
-        )
-    if where.agent_id is not None:
-        must.append(
-            models.FieldCondition(key="agent_id", match=models.MatchValue(value=where.agent_id))
-        )
-    if where.readers_any:
-        must.append(
-            models.FieldCondition(key="readers", match=models.MatchAny(any=list(where.readers_any)))
-        )
-    if where.active_only:
-        must.append(models.FieldCondition(key="is_active", match=models.MatchValue(value=1)))
-    if where.note_type is not None:
-        must.append(
-            models.FieldCondition(key="note_type", match=models.MatchValue(value=where.note_type))
-        )
-    must.extend(
-        models.FieldCondition(key="topic_tags", match=models.MatchValue(value=t))
-        for t in where.topic_tags
-    )
-    if where.only_ids:
-        must.append(models.HasIdCondition(has_id=[canonical_point_id(i) for i in where.only_ids]))
-    must_not: list[models.Condition] = []
-    if where.exclude_ids:
-        must_not.append(
-            models.HasIdCondition(has_id=[canonical_point_id(i) for i in where.exclude_ids])
-        )
-    if not must and not must_not:
-        return None
-    return models.Filter(must=must or None, must_not=must_not or None)
+    return build_filter(where, _QDRANT_TERMS)
+
+
+def _match(key: str, value: str | int) -> models.Condition:
+    return models.FieldCondition(key=key, match=models.MatchValue(value=value))
+
+
+def _match_any(key: str, values: list[str]) -> models.Condition:
+    return models.FieldCondition(key=key, match=models.MatchAny(any=values))
+
+
+def _has_id(ids: list[str]) -> models.Condition:
+    return models.HasIdCondition(has_id=[*ids])
+
+
+def _combine(
+    must: list[models.Condition] | None, must_not: list[models.Condition] | None
+) -> models.Filter:
+    return models.Filter(must=must, must_not=must_not)
+
+
+_QDRANT_TERMS: FilterTerms[models.Condition, models.Filter] = FilterTerms(
+    _match, _match_any, _has_id, _combine
+)
 
 
 def qdrant_sparse(vector: SparseVector) -> models.SparseVector:

@@ -9,16 +9,19 @@ scope is enforced inside the store, never after it.
 from __future__ import annotations
 
 import re
-import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from memvault.errors import InvalidRequest
+from memvault.ids import canonical_uuid
 from memvault.text.vectors import RRF_K, SparseVector
 
 DENSE = "dense"
 SPARSE = "bm25"
+
+C = TypeVar("C")
+F = TypeVar("F")
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,12 +184,19 @@ def validate_namespace(namespace: str) -> str:
     return namespace
 
 
+def dense_vector(vector: Sequence[float], dense_dim: int) -> list[float]:
+    """`vector` as plain floats; `InvalidRequest` unless it has `dense_dim` dimensions."""
+    if len(vector) != dense_dim:
+        raise InvalidRequest(f"dense vector must have {dense_dim} dimensions")
+    return [float(x) for x in vector]
+
+
 def canonical_point_id(point_id: str) -> str:
     """The canonical lowercase form of a UUID point id; `InvalidRequest` if it is not a UUID."""
-    try:
-        return str(uuid.UUID(str(point_id)))
-    except ValueError:
-        raise InvalidRequest("point id must be a UUID") from None
+    canonical = canonical_uuid(str(point_id))
+    if canonical is None:
+        raise InvalidRequest("point id must be a UUID")
+    return canonical
 
 
 def store_payload(payload: dict[str, Any]) -> dict[str, Any]:
@@ -196,3 +206,47 @@ def store_payload(payload: dict[str, Any]) -> dict[str, Any]:
     against a stored boolean; doing it here keeps both adapters' payloads identical.
     """
     return {k: int(v) if isinstance(v, bool) else v for k, v in payload.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class FilterTerms(Generic[C, F]):
+    """How one store spells filter conditions (`C`) and a filter (`F`), for `build_filter`."""
+
+    match: Callable[[str, str | int], C]
+    """The payload field `key` equals `value`."""
+    match_any: Callable[[str, list[str]], C]
+    """The payload list `key` holds at least one of `values`."""
+    has_id: Callable[[list[str]], C]
+    """The point id is one of `ids` (canonical UUID strings)."""
+    combine: Callable[[list[C] | None, list[C] | None], F]
+    """The filter: every `must` condition holds and no `must_not` one does (`None`: no list)."""
+
+
+def build_filter(where: PointFilter, terms: FilterTerms[C, F]) -> F | None:
+    """The scope filter of `where` in one store's `terms`; `None` when it has no condition.
+
+    The one place that says which payload field each `PointFilter` condition reads, so both
+    adapters enforce the same scope inside their store.
+    """
+    must: list[C] = []
+    if where.user_id is not None:
+        must.append(terms.match("user_id", where.user_id))
+    if where.agent_id is not None:
+        must.append(terms.match("agent_id", where.agent_id))
+    if where.readers_any:
+        must.append(terms.match_any("readers", list(where.readers_any)))
+    if where.active_only:
+        # An int, not True: flags are stored as 0/1 (`store_payload`), and qdrant-edge turns
+        # MatchValue(True) into 1, which would never match a stored bool anyway.
+        must.append(terms.match("is_active", 1))
+    if where.note_type is not None:
+        must.append(terms.match("note_type", where.note_type))
+    must.extend(terms.match("topic_tags", t) for t in where.topic_tags)
+    if where.only_ids:
+        must.append(terms.has_id([canonical_point_id(i) for i in where.only_ids]))
+    must_not: list[C] = []
+    if where.exclude_ids:
+        must_not.append(terms.has_id([canonical_point_id(i) for i in where.exclude_ids]))
+    if not must and not must_not:
+        return None
+    return terms.combine(must or None, must_not or None)

@@ -37,6 +37,7 @@ from memvault.index.base import (
     PointFilter,
     SparseVector,
     canonical_point_id,
+    dense_vector,
     store_payload,
     validate_namespace,
 )
@@ -139,9 +140,7 @@ class QdrantIndex:
     # -- VectorIndex -------------------------------------------------------------------------
 
     def _dense(self, vector: Sequence[float]) -> list[float]:
-        if len(vector) != self.dense_dim:
-            raise InvalidRequest(f"dense vector must have {self.dense_dim} dimensions")
-        return [float(x) for x in vector]
+        return dense_vector(vector, self.dense_dim)
 
     def _point(self, point: IndexPoint) -> models.PointStruct:
         vectors: dict[str, Any] = {DENSE: self._dense(point.dense)}
@@ -185,23 +184,21 @@ class QdrantIndex:
         wanted: list[models.ExtendedPointId] = [canonical_point_id(i) for i in ids]
         if not wanted:
             return
-        self._run(
-            namespace,
-            lambda name: self.client.delete(
-                name, points_selector=models.PointIdsList(points=wanted), wait=True
-            ),
-            create=False,
-            missing=None,
-        )
+        self._delete(namespace, models.PointIdsList(points=wanted))
 
     def delete_where(self, namespace: str, where: PointFilter) -> None:
         """Delete every point matching `where` (all points for an empty filter)."""
-        flt = qdrant_filter(where) or models.Filter()
+        self._delete(
+            namespace, models.FilterSelector(filter=qdrant_filter(where) or models.Filter())
+        )
+
+    def _delete(
+        self, namespace: str, selector: models.PointIdsList | models.FilterSelector
+    ) -> None:
+        """Delete the points `selector` picks and wait; an absent namespace is left alone."""
         self._run(
             namespace,
-            lambda name: self.client.delete(
-                name, points_selector=models.FilterSelector(filter=flt), wait=True
-            ),
+            lambda name: self.client.delete(name, points_selector=selector, wait=True),
             create=False,
             missing=None,
         )
@@ -239,27 +236,29 @@ class QdrantIndex:
         self, namespace: str, vector: Sequence[float], where: PointFilter, limit: int
     ) -> list[Hit]:
         """Cosine nearest neighbours among points matching `where`, best first."""
-        query = self._dense(vector)
-        flt = qdrant_filter(where)
-        return self._query(
-            namespace,
-            limit,
-            lambda name: self.client.query_points(
-                name, query=query, using=DENSE, query_filter=flt, limit=limit, with_payload=True
-            ),
-        )
+        return self._nearest(namespace, self._dense(vector), DENSE, where, limit)
 
     def search_sparse(
         self, namespace: str, vector: SparseVector, where: PointFilter, limit: int
     ) -> list[Hit]:
         """Sparse dot product with the collection's IDF modifier, best first."""
-        query = qdrant_sparse(vector)
+        return self._nearest(namespace, qdrant_sparse(vector), SPARSE, where, limit)
+
+    def _nearest(
+        self,
+        namespace: str,
+        query: list[float] | models.SparseVector,
+        using: str,
+        where: PointFilter,
+        limit: int,
+    ) -> list[Hit]:
+        """The `limit` points matching `where` nearest to `query` in the vector `using`."""
         flt = qdrant_filter(where)
         return self._query(
             namespace,
             limit,
             lambda name: self.client.query_points(
-                name, query=query, using=SPARSE, query_filter=flt, limit=limit, with_payload=True
+                name, query=query, using=using, query_filter=flt, limit=limit, with_payload=True
             ),
         )
 

@@ -21,6 +21,8 @@ from memvault.keyring._master import (
     EnvMasterKey,
     FileMasterKey,
     MasterKeyProvider,
+    install_master_key_file,
+    remove_master_key_file,
 )
 from memvault.keyring._signing import SigningKeys
 
@@ -38,4 +40,6 @@ __all__ = [
     "SigningKeys",
     "associated_data",
     "envelope_key_version",
+    "install_master_key_file",
+    "remove_master_key_file",
 ]

@@ -170,6 +170,18 @@ def _reason(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
 
 
+def install_master_key_file(pending: Path, current: Path) -> None:
+    """Move the `pending` key file over `current` durably (rename, then fsync the directory)."""
+    os.replace(pending, current)
+    _fsync_dir(current.parent)
+
+
+def remove_master_key_file(path: Path) -> None:
+    """Delete the key file at `path` durably (unlink, then fsync the directory)."""
+    path.unlink()
+    _fsync_dir(path.parent)
+
+
 def _fsync_dir(directory: Path) -> None:
     fd = os.open(directory, os.O_RDONLY)
     try:

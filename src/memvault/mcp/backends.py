@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ValidationError
 
+from memvault.api.note_events import added_details, audit_note
 from memvault.api.schemas import AddMemory, NoteOut, SearchMemories, SearchResult, check_uuid
 from memvault.errors import AuthenticationError, Forbidden, NotFound, VaultError
 
@@ -152,23 +153,13 @@ class EmbeddedBackend:
         return cls(services, services.keys.authenticate(api_key))
 
     def _audit(self, action: str, note_id: str | None, **details: object) -> None:
-        scope = self._principal.scope
-        subject = {"user_id": scope.user, "agent_id": scope.agent, "note_id": note_id}
-        self._services.audit.record(
-            scope.tenant, self._principal.key_id, action, subject=subject, **details
-        )
+        audit_note(self._services, self._principal, action, note_id, **details)
 
     def add(self, memory: NewMemory) -> NoteOut:
         with _vault_errors():
             body = AddMemory.model_validate(memory.given())
             note = self._vault.add(**dict(body))  # the REST route's fields, as validated there
-        self._audit(
-            "note.added",
-            note.id,
-            visibility=note.visibility,
-            redacted=len(note.redacted),
-            flags=len(note.flags),
-        )
+        self._audit("note.added", note.id, **added_details(note))
         return NoteOut.of(note)
 
     def search(

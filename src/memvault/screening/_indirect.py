@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterator
 
 from memvault.screening._model import Finding
-from memvault.screening._secret_values import PASSWORD, is_placeholder, words
+from memvault.screening._secret_values import PASSWORD, is_placeholder, looks_made_up, words
 
 _PIN = re.compile(
     r"(?<![A-Za-z])(?:(?i:pin)(?:[\s\-_]?(?i:code|number|no\.?|#))?\s*(?:[:=#]|(?i:is|was))|"
@@ -63,14 +63,6 @@ _LEAD = re.compile(
 )
 
 
-def _made_up(value: str) -> bool:
-    return (
-        any(ch.isdigit() for ch in value)
-        or not value.replace("-", "").isalpha()
-        or value[1:] != value[1:].lower()
-    )
-
-
 def _classes(value: str) -> int:
     return (
         any(ch.isupper() for ch in value)
@@ -93,7 +85,7 @@ def login_findings(text: str) -> Iterator[Finding]:
         quoted = m.group("qv") is not None
         group = "qv" if quoted else "v"
         value = m.group(group) if quoted else m.group(group).rstrip(".,;:!?)]\"'")
-        if is_placeholder(value) or not (quoted or _made_up(value)):
+        if is_placeholder(value) or not (quoted or looks_made_up(value)):
             continue
         if not quoted and "/" in value:
             continue  # "login page / docs/setup.md": a path, not a password
@@ -129,6 +121,6 @@ def next_sentence_findings(text: str) -> Iterator[Finding]:
             )
             quoted = m.group("q") is not None
             strong = _classes(value) >= 3 and len(value) >= 8
-            if (lead and (quoted or (_made_up(value) and _classes(value) >= 2))) or strong:
+            if (lead and (quoted or (looks_made_up(value) and _classes(value) >= 2))) or strong:
                 seen_end = m.end("v")
                 yield Finding("password_next_sentence", PASSWORD, m.start("v"), m.end("v"))

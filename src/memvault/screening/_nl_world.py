@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterator
 
 from memvault.screening._model import Finding
-from memvault.screening._secret_values import PASSWORD, is_placeholder
+from memvault.screening._secret_values import PASSWORD, is_placeholder, looks_made_up
 
 _Q = r"[\"'`“‘「『«]?"
 _ASCII_V = r"(?P<v>[!-~]{3,100}?)"
@@ -143,14 +143,6 @@ _HINT = re.compile(
 _MORE = re.compile(r"\s+\S")
 
 
-def _made_up(value: str) -> bool:
-    return (
-        any(ch.isdigit() for ch in value)
-        or not value.replace("-", "").isalpha()
-        or value[1:] != value[1:].lower()
-    )
-
-
 def _has_digit_or_symbol(value: str) -> bool:
     return any(ch.isdigit() or not ch.isalnum() for ch in value)
 
@@ -169,7 +161,7 @@ def world_password_findings(text: str) -> Iterator[Finding]:
                 if m.group("sp") is not None:
                     if not _has_digit_or_symbol(value):
                         continue
-                elif latin and not (quoted or _made_up(value)):
+                elif latin and not (quoted or looks_made_up(value)):
                     continue
                 elif not (quoted or _has_digit_or_symbol(value)) and _MORE.match(text, m.end("v")):
                     continue  # "비밀번호는 WiFi 공유기 뒷면에": a plain word inside prose

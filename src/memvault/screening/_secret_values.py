@@ -60,6 +60,16 @@ def is_placeholder(value: str) -> bool:
     return bool(_PLACEHOLDER_RE.match(value))
 
 
+def looks_made_up(value: str) -> bool:
+    """True unless `value` reads as a plain word: it has a digit, a character other than a letter
+    or a hyphen, or a capital after its first letter (a made-up password, not "sunshine")."""
+    return (
+        any(ch.isdigit() for ch in value)
+        or not value.replace("-", "").isalpha()
+        or value[1:] != value[1:].lower()
+    )
+
+
 def shannon(value: str) -> float:
     """The Shannon entropy of `value`, in bits per character."""
     counts = Counter(value)

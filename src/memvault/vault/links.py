@@ -24,6 +24,39 @@ def delete_links_of(sess: Session, tenant: str, note_ids: Sequence[str]) -> int:
     return int(result.rowcount)  # type: ignore[attr-defined]
 
 
+def pair_links(tenant: str, a: str, b: str) -> ColumnElement[bool]:
+    """The condition on the links between notes `a` and `b` of `tenant`, either way round."""
+    return (LinkRow.tenant_id == tenant) & or_(
+        (LinkRow.src_id == a) & (LinkRow.dst_id == b),
+        (LinkRow.src_id == b) & (LinkRow.dst_id == a),
+    )
+
+
+def add_link(
+    sess: Session,
+    tenant: str,
+    user: str,
+    src: str,
+    dst: str,
+    created_at: float,
+    *,
+    kind: str = "link",
+    strength: float | None = None,
+) -> None:
+    """Stage the `links` row `src kind dst` of `user` (callers check the pair has none yet)."""
+    sess.add(
+        LinkRow(
+            tenant_id=tenant,
+            src_id=src,
+            dst_id=dst,
+            user_id=user,
+            created_at=created_at,
+            kind=kind,
+            strength=strength,
+        )
+    )
+
+
 def put_link(
     sess: Session, tenant: str, user: str, src: str, dst: str, strength: float | None
 ) -> bool:
@@ -33,28 +66,10 @@ def put_link(
     """
     if src == dst:
         return False
-    existing = sess.execute(
-        select(LinkRow.src_id).where(
-            LinkRow.tenant_id == tenant,
-            or_(
-                (LinkRow.src_id == src) & (LinkRow.dst_id == dst),
-                (LinkRow.src_id == dst) & (LinkRow.dst_id == src),
-            ),
-        )
-    ).first()
+    existing = sess.execute(select(LinkRow.src_id).where(pair_links(tenant, src, dst))).first()
     if existing is not None:
         return False
-    sess.add(
-        LinkRow(
-            tenant_id=tenant,
-            src_id=src,
-            dst_id=dst,
-            user_id=user,
-            created_at=time.time(),
-            kind="link",
-            strength=strength,
-        )
-    )
+    add_link(sess, tenant, user, src, dst, time.time(), strength=strength)
     return True
 
 

@@ -26,6 +26,7 @@ from memvault.store.models import NoteRow
 from memvault.store.scoping import OwnedBy, scoped_delete, scoped_select, scoped_update
 from memvault.vault.guard import ScopeErasing
 from memvault.vault.links import delete_links_of
+from memvault.vault.notes import Note
 from memvault.vault.service import ACTIVE, PENDING, Vault, namespace_for
 from memvault.vault.writes import staged_view, swap_in_next
 
@@ -138,16 +139,10 @@ class Reconciler:
             log.warning("reconcile: note %s skipped (%s)", row.id, type(exc).__name__)
 
     def _complete_add(self, row: NoteRow, avgdl: float, tally: _Tally) -> None:
-        try:
-            note = self._vault.decrypt_row(row)
-        except (DecryptionError, KeyNotFound):
-            self._remove(row)
-            tally.removed += 1
+        note = self._open_or_remove(row, tally)
+        if note is None:
             return
-        namespace = namespace_for(row.tenant_id)
-        self._parts.index.upsert(
-            namespace, [self._vault.index_point(row, note.text, note.topics, avgdl)]
-        )
+        self._reindex(row, note, avgdl)
         with self._parts.db.session(row.tenant_id) as sess:
             sess.execute(
                 scoped_update(
@@ -160,12 +155,8 @@ class Reconciler:
         tally.completed += 1
 
     def _complete_update(self, row: NoteRow, avgdl: float, tally: _Tally) -> None:
-        namespace = namespace_for(row.tenant_id)
-        try:
-            live = self._vault.decrypt_row(row)
-        except (DecryptionError, KeyNotFound):
-            self._remove(row)
-            tally.removed += 1
+        live = self._open_or_remove(row, tally)
+        if live is None:
             return
         assert row.next_at is not None
         try:
@@ -185,17 +176,27 @@ class Reconciler:
                         next_at=None,
                     )
                 )
-            self._parts.index.upsert(
-                namespace, [self._vault.index_point(row, live.text, live.topics, avgdl)]
-            )
+            self._reindex(row, live, avgdl)
             tally.removed += 1
             return
-        self._parts.index.upsert(
-            namespace, [self._vault.index_point(nxt, note.text, note.topics, avgdl)]
-        )
+        self._reindex(nxt, note, avgdl)
         with self._parts.db.session(row.tenant_id) as sess:
             swap_in_next(self._parts.corpus, sess, row, row.next_at)
         tally.updates += 1
+
+    def _open_or_remove(self, row: NoteRow, tally: _Tally) -> Note | None:
+        """The row's note; None, the row removed and counted, when its keys are gone."""
+        try:
+            return self._vault.decrypt_row(row)
+        except (DecryptionError, KeyNotFound):
+            self._remove(row)
+            tally.removed += 1
+            return None
+
+    def _reindex(self, row: NoteRow, note: Note, avgdl: float) -> None:
+        """Write the point of `row` holding `note`'s text and topics."""
+        point = self._vault.index_point(row, note.text, note.topics, avgdl)
+        self._parts.index.upsert(namespace_for(row.tenant_id), [point])
 
     def _remove(self, row: NoteRow) -> None:
         """A row whose keys are gone: delete it, its links and its vector."""

@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session
 from memvault.index.base import Hit
 from memvault.store.models import LinkRow, NoteRow
 from memvault.store.records import NoteFields
+from memvault.vault.links import add_link, pair_links
 from memvault.vault.notes import Note, SearchHit
 
 if TYPE_CHECKING:
@@ -79,36 +80,14 @@ def put_relation(
     pair already has a typed relation, or `src` is `dst`: a pair has one relation."""
     if src == dst or kind not in TYPED_KINDS:
         return False
-    existing = (
-        sess.execute(
-            select(LinkRow).where(
-                LinkRow.tenant_id == tenant,
-                or_(
-                    (LinkRow.src_id == src) & (LinkRow.dst_id == dst),
-                    (LinkRow.src_id == dst) & (LinkRow.dst_id == src),
-                ),
-            )
-        )
-        .scalars()
-        .all()
-    )
+    existing = sess.execute(select(LinkRow).where(pair_links(tenant, src, dst))).scalars().all()
     if any(row.kind in TYPED_KINDS for row in existing):
         return False
     for row in existing:
         strength = row.strength if strength is None else strength
         sess.delete(row)
     sess.flush()
-    sess.add(
-        LinkRow(
-            tenant_id=tenant,
-            src_id=src,
-            dst_id=dst,
-            user_id=user,
-            created_at=time.time(),
-            kind=kind,
-            strength=strength,
-        )
-    )
+    add_link(sess, tenant, user, src, dst, time.time(), kind=kind, strength=strength)
     return True
 
 

@@ -20,8 +20,8 @@ written before the flags existed has none: each of its features is 0 (neutral), 
 session is still known from its sealed `session_id`.
 
 Weights are per embedding model (`RERANK_BY_MODEL`), chosen on LoCoMo conversations 0-4 and
-confirmed on 5-9 (`bench.locomo_rerank`, docs/retrieval.md). The study behind the feature
-set is `../shared/reference/rerank-study/`.
+confirmed on 5-9 (`bench/locomo_rerank.py`, retired at d6cb986; docs/retrieval.md). The study
+behind the feature set is `../shared/reference/rerank-study/`.
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ class Rerank:
 
 RERANK_BY_MODEL: dict[str, Rerank | None] = {
     # Chosen on LoCoMo conversations 0-4 (best sum of overall and multi-hop R@10 over a seeded
-    # random search), confirmed on 5-9: `bench.locomo_rerank`, docs/retrieval.md.
+    # random search), confirmed on 5-9: docs/retrieval.md (retired `bench/locomo_rerank.py`).
     # R@10 .818 on 0-4, .809 on 5-9, .813 on all 10; multi-hop .511 / .495 / .503.
     "use-m3": Rerank(
         speaker=0.3,

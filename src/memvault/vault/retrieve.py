@@ -241,20 +241,23 @@ class HybridRetriever:
         candidates = list(hop_of)
         gate = graph_gate(self._parts.embedder.model_id)
         gated = self._parts.index.search_dense(
-            self._view.namespace,
-            dense,
-            PointFilter(
-                user_id=where.user_id,
-                readers_any=where.readers_any,
-                active_only=True,
-                topic_tags=where.topic_tags,
-                only_ids=tuple(candidates),
-            ),
-            len(candidates),
+            self._view.namespace, dense, gate_filter(where, candidates), len(candidates)
         )
         passing = [h for h in gated if h.score >= gate and h.id in hop_of]
         passing.sort(key=lambda h: (hop_of.get(h.id, GRAPH_HOPS + 1), -h.score))
         return passing[:GRAPH_MAX_EXTRA]
+
+
+def gate_filter(where: PointFilter, candidates: Sequence[str]) -> PointFilter:
+    """The graph gate's filter: the search's scope (user, readers, topics; live points only)
+    narrowed to the notes the walk reached."""
+    return PointFilter(
+        user_id=where.user_id,
+        readers_any=where.readers_any,
+        active_only=True,
+        topic_tags=where.topic_tags,
+        only_ids=tuple(candidates),
+    )
 
 
 class InFlight:

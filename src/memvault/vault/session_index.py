@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from memvault.scope import Scope
 from memvault.store.models import LinkRow, NoteRow
 from memvault.vault.drafts import ACTIVE, namespace_for
+from memvault.vault.links import add_link
 from memvault.vault.sessions import (
     INDEX_VERSION,
     NO_CONTEXT,
@@ -231,15 +232,8 @@ class SessionIndexer:
         for row in rows:
             prev = prev_of.get(row.id)
             if prev is not None:
-                sess.add(
-                    LinkRow(
-                        tenant_id=row.tenant_id,
-                        src_id=row.id,
-                        dst_id=prev,
-                        user_id=row.user_id,
-                        created_at=row.created_at,
-                        kind=SEQUENCE,
-                    )
+                add_link(
+                    sess, row.tenant_id, row.user_id, row.id, prev, row.created_at, kind=SEQUENCE
                 )
 
     def relink(self, sess: Session, row: NoteRow, prev_id: str | None) -> None:
@@ -252,13 +246,5 @@ class SessionIndexer:
             )
         )
         if prev_id is not None and sess.get(LinkRow, (row.tenant_id, row.id, prev_id)) is None:
-            sess.add(
-                LinkRow(
-                    tenant_id=row.tenant_id,
-                    src_id=row.id,
-                    dst_id=prev_id,
-                    user_id=row.user_id,
-                    created_at=self._parts.clock(),
-                    kind=SEQUENCE,
-                )
-            )
+            created_at = self._parts.clock()
+            add_link(sess, row.tenant_id, row.user_id, row.id, prev_id, created_at, kind=SEQUENCE)

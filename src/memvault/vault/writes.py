@@ -48,7 +48,7 @@ from memvault.vault.fields import (
     check_ttl,
 )
 from memvault.vault.group_commit import Prepared, StoreJob
-from memvault.vault.links import delete_links_of
+from memvault.vault.links import add_link, delete_links_of
 from memvault.vault.notes import Note
 from memvault.vault.rerank import note_flags
 from memvault.vault.session_index import NewNote, SessionIndexer
@@ -319,12 +319,5 @@ class NoteWriter:
             raise InvalidRequest("a note cannot link to itself")
         with self._parts.db.session(self.scope.tenant) as sess:
             if sess.get(LinkRow, (self.scope.tenant, source.id, target.id)) is None:
-                sess.add(
-                    LinkRow(
-                        tenant_id=self.scope.tenant,
-                        src_id=source.id,
-                        dst_id=target.id,
-                        user_id=self.scope.user,
-                        created_at=self._parts.clock(),
-                    )
-                )
+                tenant, user = self.scope.tenant, self.scope.user
+                add_link(sess, tenant, user, source.id, target.id, self._parts.clock())

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 from memvault.store.migrations import app_role, app_role_name
+from memvault.store.migrations._ddl import create_scoped_table, on_postgres, protect, scalar
 
 revision = "0001"
 down_revision = None
@@ -22,9 +23,8 @@ TENANT_TABLES = ("notes", "links", "api_keys", "audit_events", "refusals", "corp
 
 
 def upgrade() -> None:
-    op.create_table(
+    create_scoped_table(
         "api_keys",
-        sa.Column("tenant_id", sa.String(length=128), nullable=False),
         sa.Column("key_id", sa.String(length=32), nullable=False),
         sa.Column("secret_sha256", sa.String(length=64), nullable=False),
         sa.Column("user_id", sa.String(length=128), nullable=False),
@@ -32,11 +32,10 @@ def upgrade() -> None:
         sa.Column("role", sa.String(length=32), nullable=False),
         sa.Column("created_at", sa.Float(), nullable=False),
         sa.Column("revoked_at", sa.Float(), nullable=True),
-        sa.PrimaryKeyConstraint("tenant_id", "key_id"),
+        key=("key_id",),
     )
-    op.create_table(
+    create_scoped_table(
         "audit_events",
-        sa.Column("tenant_id", sa.String(length=128), nullable=False),
         sa.Column("seq", sa.Integer(), autoincrement=False, nullable=False),
         sa.Column("ts", sa.Float(), nullable=False),
         sa.Column("actor", sa.String(length=64), nullable=False),
@@ -44,32 +43,29 @@ def upgrade() -> None:
         sa.Column("detail", sa.Text(), nullable=False),
         sa.Column("prev_hash", sa.String(length=64), nullable=False),
         sa.Column("hash", sa.String(length=64), nullable=False),
-        sa.PrimaryKeyConstraint("tenant_id", "seq"),
+        key=("seq",),
     )
-    op.create_table(
+    create_scoped_table(
         "corpus_stats",
-        sa.Column("tenant_id", sa.String(length=128), nullable=False),
         sa.Column("namespace", sa.String(length=256), nullable=False),
         sa.Column("doc_count", sa.Integer(), nullable=False),
         sa.Column("token_total", sa.Integer(), nullable=False),
-        sa.PrimaryKeyConstraint("tenant_id", "namespace"),
+        key=("namespace",),
     )
-    op.create_table(
+    create_scoped_table(
         "links",
-        sa.Column("tenant_id", sa.String(length=128), nullable=False),
         sa.Column("src_id", sa.String(length=36), nullable=False),
         sa.Column("dst_id", sa.String(length=36), nullable=False),
         sa.Column("user_id", sa.String(length=128), nullable=False),
         sa.Column("created_at", sa.Float(), nullable=False),
-        sa.PrimaryKeyConstraint("tenant_id", "src_id", "dst_id"),
+        key=("src_id", "dst_id"),
     )
     with op.batch_alter_table("links", schema=None) as batch_op:
         batch_op.create_index("ix_links_dst", ["tenant_id", "dst_id"], unique=False)
         batch_op.create_index("ix_links_user", ["tenant_id", "user_id"], unique=False)
 
-    op.create_table(
+    create_scoped_table(
         "notes",
-        sa.Column("tenant_id", sa.String(length=128), nullable=False),
         sa.Column("id", sa.String(length=36), nullable=False),
         sa.Column("user_id", sa.String(length=128), nullable=False),
         sa.Column("agent_id", sa.String(length=128), nullable=False),
@@ -97,7 +93,7 @@ def upgrade() -> None:
         sa.Column("model_id", sa.String(length=64), nullable=False),
         sa.Column("text_ct", sa.LargeBinary(), nullable=False),
         sa.Column("attrs_ct", sa.LargeBinary(), nullable=False),
-        sa.PrimaryKeyConstraint("tenant_id", "id"),
+        key=("id",),
     )
     with op.batch_alter_table("notes", schema=None) as batch_op:
         batch_op.create_index(
@@ -108,27 +104,25 @@ def upgrade() -> None:
         )
         batch_op.create_index("ix_notes_status", ["tenant_id", "status"], unique=False)
 
-    op.create_table(
+    create_scoped_table(
         "refusals",
-        sa.Column("tenant_id", sa.String(length=128), nullable=False),
         sa.Column("id", sa.String(length=36), nullable=False),
         sa.Column("ts", sa.Float(), nullable=False),
         sa.Column("principal", sa.String(length=64), nullable=False),
         sa.Column("code", sa.String(length=32), nullable=False),
         sa.Column("detector", sa.String(length=64), nullable=False),
-        sa.PrimaryKeyConstraint("tenant_id", "id"),
+        key=("id",),
     )
     with op.batch_alter_table("refusals", schema=None) as batch_op:
         batch_op.create_index("ix_refusals_ts", ["tenant_id", "ts"], unique=False)
 
-    op.create_table(
+    create_scoped_table(
         "tenants",
-        sa.Column("tenant_id", sa.String(length=128), nullable=False),
         sa.Column("created_at", sa.Float(), nullable=False),
         sa.Column("policy_json", sa.Text(), nullable=False),
-        sa.PrimaryKeyConstraint("tenant_id"),
+        key=(),
     )
-    if op.get_bind().dialect.name == "postgresql":
+    if on_postgres():
         _enable_row_level_security()
 
 
@@ -151,17 +145,11 @@ def _enable_row_level_security() -> None:
         "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA " + _schema() + f" TO {role}"
     )
     for table in TENANT_TABLES:
-        op.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
-        op.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
-        op.execute(
-            f"CREATE POLICY tenant_isolation ON {table} "
-            "USING (tenant_id = current_setting('app.tenant_id', true)) "
-            "WITH CHECK (tenant_id = current_setting('app.tenant_id', true))"
-        )
+        protect(table)
 
 
 def _schema() -> str:
-    return str(op.get_bind().exec_driver_sql("SELECT current_schema()").scalar())
+    return scalar("SELECT current_schema()")
 
 
 def downgrade() -> None:

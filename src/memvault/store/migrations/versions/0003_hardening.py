@@ -17,7 +17,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from memvault.store.migrations import app_role
+from memvault.store.migrations._ddl import create_scoped_table, on_postgres, protect
 
 revision = "0003"
 down_revision = "0002"
@@ -42,9 +42,8 @@ def upgrade() -> None:
         sqlite_where=NEXT_PENDING,
         postgresql_where=NEXT_PENDING,
     )
-    op.create_table(
+    create_scoped_table(
         "idempotency_keys",
-        sa.Column("tenant_id", sa.String(length=128), nullable=False),
         sa.Column("principal", sa.String(length=64), nullable=False),
         sa.Column("idem_key", sa.String(length=255), nullable=False),
         sa.Column("user_id", sa.String(length=128), nullable=False),
@@ -56,21 +55,14 @@ def upgrade() -> None:
         sa.Column("created_at", sa.Float(), nullable=False),
         sa.Column("lock_owner", sa.String(length=64), nullable=True),
         sa.Column("locked_until", sa.Float(), nullable=True),
-        sa.PrimaryKeyConstraint("tenant_id", "principal", "idem_key"),
+        key=("principal", "idem_key"),
     )
     op.create_index(
         "ix_idempotency_created", "idempotency_keys", ["tenant_id", "created_at"], unique=False
     )
     op.create_index("ux_tenants_casefold", "tenants", [sa.text("lower(tenant_id)")], unique=True)
-    if op.get_bind().dialect.name == "postgresql":
-        op.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON idempotency_keys TO {app_role()}")
-        op.execute("ALTER TABLE idempotency_keys ENABLE ROW LEVEL SECURITY")
-        op.execute("ALTER TABLE idempotency_keys FORCE ROW LEVEL SECURITY")
-        op.execute(
-            "CREATE POLICY tenant_isolation ON idempotency_keys "
-            "USING (tenant_id = current_setting('app.tenant_id', true)) "
-            "WITH CHECK (tenant_id = current_setting('app.tenant_id', true))"
-        )
+    if on_postgres():
+        protect("idempotency_keys", grant=True)
 
 
 def downgrade() -> None:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from alembic import op
 
+from memvault.store.migrations._ddl import on_postgres, protect, scalar
+
 revision = "0004"
 down_revision = "0003"
 branch_labels = None
@@ -24,19 +26,13 @@ FUNCTION = "memvault_tenant_ids"
 
 
 def upgrade() -> None:
-    if op.get_bind().dialect.name != "postgresql":
+    if not on_postgres():
         return
     schema, owner = (
-        _quote(_scalar("SELECT current_schema()")),
-        _quote(_scalar("SELECT current_user")),
+        _quote(scalar("SELECT current_schema()")),
+        _quote(scalar("SELECT current_user")),
     )
-    op.execute("ALTER TABLE tenants ENABLE ROW LEVEL SECURITY")
-    op.execute("ALTER TABLE tenants FORCE ROW LEVEL SECURITY")
-    op.execute(
-        "CREATE POLICY tenant_isolation ON tenants "
-        "USING (tenant_id = current_setting('app.tenant_id', true)) "
-        "WITH CHECK (tenant_id = current_setting('app.tenant_id', true))"
-    )
+    protect("tenants")
     op.execute(f"CREATE POLICY tenant_ids_definer ON tenants FOR SELECT TO {owner} USING (true)")
     op.execute(
         f"CREATE FUNCTION {schema}.{FUNCTION}() RETURNS TABLE (tenant_id varchar) "
@@ -47,17 +43,13 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    if op.get_bind().dialect.name != "postgresql":
+    if not on_postgres():
         return
     op.execute(f"DROP FUNCTION IF EXISTS {FUNCTION}()")
     op.execute("DROP POLICY IF EXISTS tenant_ids_definer ON tenants")
     op.execute("DROP POLICY IF EXISTS tenant_isolation ON tenants")
     op.execute("ALTER TABLE tenants NO FORCE ROW LEVEL SECURITY")
     op.execute("ALTER TABLE tenants DISABLE ROW LEVEL SECURITY")
-
-
-def _scalar(sql: str) -> str:
-    return str(op.get_bind().exec_driver_sql(sql).scalar())
 
 
 def _quote(name: str) -> str:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from memvault.store.migrations._ddl import create_scoped_table, on_postgres, protect
+
 revision = "0005"
 down_revision = "0004"
 branch_labels = None
@@ -25,9 +27,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.create_table(
+    create_scoped_table(
         "erasure_jobs",
-        sa.Column("tenant_id", sa.String(length=128), nullable=False),
         sa.Column("id", sa.String(length=36), nullable=False),
         sa.Column("subject_tag", sa.String(length=64), nullable=False),
         sa.Column("state", sa.String(length=16), nullable=False),
@@ -36,7 +37,7 @@ def upgrade() -> None:
         sa.Column("receipt_ct", sa.LargeBinary(), nullable=True),
         sa.Column("created_at", sa.Float(), nullable=False),
         sa.Column("updated_at", sa.Float(), nullable=False),
-        sa.PrimaryKeyConstraint("tenant_id", "id"),
+        key=("id",),
     )
     op.create_index("ix_erasure_jobs_state", "erasure_jobs", ["tenant_id", "state"], unique=False)
     op.create_table(
@@ -51,14 +52,8 @@ def upgrade() -> None:
         sa.Column("updated_at", sa.Float(), nullable=False),
         sa.PrimaryKeyConstraint("id"),
     )
-    if op.get_bind().dialect.name == "postgresql":
-        op.execute("ALTER TABLE erasure_jobs ENABLE ROW LEVEL SECURITY")
-        op.execute("ALTER TABLE erasure_jobs FORCE ROW LEVEL SECURITY")
-        op.execute(
-            "CREATE POLICY tenant_isolation ON erasure_jobs "
-            "USING (tenant_id = current_setting('app.tenant_id', true)) "
-            "WITH CHECK (tenant_id = current_setting('app.tenant_id', true))"
-        )
+    if on_postgres():
+        protect("erasure_jobs")  # no grant here: `memvault db upgrade` grants every table
 
 
 def downgrade() -> None:

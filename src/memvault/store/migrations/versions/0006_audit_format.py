@@ -17,11 +17,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.engine import Connection, Row
+
+from memvault.store.migrations._ddl import force_lifted
 
 revision = "0006"
 down_revision = "0005"
@@ -88,88 +92,82 @@ def _convert(tenant: str, seq: int, row: Any, prev: str) -> dict[str, Any]:
     return event
 
 
-def upgrade() -> None:
-    bind = op.get_bind()
-    postgres = bind.dialect.name == "postgresql"
-    if postgres:
-        op.execute("ALTER TABLE audit_events NO FORCE ROW LEVEL SECURITY")
-    op.add_column("audit_events", sa.Column("at", sa.String(length=32), nullable=True))
-    op.add_column("audit_events", sa.Column("subject", sa.Text(), nullable=True))
-    op.add_column("audit_events", sa.Column("details", sa.Text(), nullable=True))
-    op.add_column("audit_events", sa.Column("prev", sa.String(length=64), nullable=True))
+def _events_by_tenant(bind: Connection) -> Iterator[tuple[str, Sequence[Row[Any]]]]:
+    """Each tenant's events in `seq` order; a tenant's rows are read when its turn comes."""
     tenants = bind.execute(sa.select(events.c.tenant_id).distinct()).scalars().all()
     for tenant in tenants:
         rows = bind.execute(
             sa.select(events).where(events.c.tenant_id == tenant).order_by(events.c.seq)
         ).all()
-        converted, prev = [], GENESIS
-        for seq, row in enumerate(rows, start=1):
-            event = _convert(tenant, seq, row, prev)
-            converted.append((row, event))
-            prev = event["hash"]
-        bind.execute(sa.delete(events).where(events.c.tenant_id == tenant))
-        for row, event in converted:
-            bind.execute(
-                events.insert().values(
-                    tenant_id=tenant,
-                    seq=event["seq"],
-                    ts=row.ts,
-                    actor=event["actor"],
-                    action=event["action"],
-                    detail="{}",
-                    prev_hash=event["prev"],
-                    at=event["at"],
-                    subject=_canonical(event["subject"]),
-                    details=_canonical(event["details"]),
-                    prev=event["prev"],
-                    hash=event["hash"],
+        yield tenant, rows
+
+
+def upgrade() -> None:
+    bind = op.get_bind()
+    with force_lifted("audit_events"):  # the owner reads and rewrites every tenant's events
+        op.add_column("audit_events", sa.Column("at", sa.String(length=32), nullable=True))
+        op.add_column("audit_events", sa.Column("subject", sa.Text(), nullable=True))
+        op.add_column("audit_events", sa.Column("details", sa.Text(), nullable=True))
+        op.add_column("audit_events", sa.Column("prev", sa.String(length=64), nullable=True))
+        for tenant, rows in _events_by_tenant(bind):
+            converted, prev = [], GENESIS
+            for seq, row in enumerate(rows, start=1):
+                event = _convert(tenant, seq, row, prev)
+                converted.append((row, event))
+                prev = event["hash"]
+            bind.execute(sa.delete(events).where(events.c.tenant_id == tenant))
+            for row, event in converted:
+                bind.execute(
+                    events.insert().values(
+                        tenant_id=tenant,
+                        seq=event["seq"],
+                        ts=row.ts,
+                        actor=event["actor"],
+                        action=event["action"],
+                        detail="{}",
+                        prev_hash=event["prev"],
+                        at=event["at"],
+                        subject=_canonical(event["subject"]),
+                        details=_canonical(event["details"]),
+                        prev=event["prev"],
+                        hash=event["hash"],
+                    )
                 )
-            )
-    with op.batch_alter_table("audit_events") as batch:
-        for column in ("ts", "detail", "prev_hash"):
-            batch.drop_column(column)
-        batch.alter_column("at", existing_type=sa.String(length=32), nullable=False)
-        batch.alter_column("subject", existing_type=sa.Text(), nullable=False)
-        batch.alter_column("details", existing_type=sa.Text(), nullable=False)
-        batch.alter_column("prev", existing_type=sa.String(length=64), nullable=False)
-    if postgres:
-        op.execute("ALTER TABLE audit_events FORCE ROW LEVEL SECURITY")
+        with op.batch_alter_table("audit_events") as batch:
+            for column in ("ts", "detail", "prev_hash"):
+                batch.drop_column(column)
+            batch.alter_column("at", existing_type=sa.String(length=32), nullable=False)
+            batch.alter_column("subject", existing_type=sa.Text(), nullable=False)
+            batch.alter_column("details", existing_type=sa.Text(), nullable=False)
+            batch.alter_column("prev", existing_type=sa.String(length=64), nullable=False)
 
 
 def downgrade() -> None:
     """Back to 0005's columns; the events keep their content, re-chained with the old hash."""
     bind = op.get_bind()
-    postgres = bind.dialect.name == "postgresql"
-    if postgres:
-        op.execute("ALTER TABLE audit_events NO FORCE ROW LEVEL SECURITY")
-    op.add_column("audit_events", sa.Column("ts", sa.Float(), nullable=True))
-    op.add_column("audit_events", sa.Column("detail", sa.Text(), nullable=True))
-    op.add_column("audit_events", sa.Column("prev_hash", sa.String(length=64), nullable=True))
-    tenants = bind.execute(sa.select(events.c.tenant_id).distinct()).scalars().all()
-    for tenant in tenants:
-        rows = bind.execute(
-            sa.select(events).where(events.c.tenant_id == tenant).order_by(events.c.seq)
-        ).all()
-        prev = GENESIS
-        for row in rows:
-            detail = {**json.loads(row.details), **json.loads(row.subject)}
-            body = json.dumps(detail, separators=(",", ":"), sort_keys=True)
-            ts = datetime.fromisoformat(row.at.replace("Z", "+00:00")).timestamp()
-            material = json.dumps(
-                [prev, row.seq, ts, row.actor, row.action, body], separators=(",", ":")
-            )
-            digest = hashlib.sha256(material.encode()).hexdigest()
-            bind.execute(
-                sa.update(events)
-                .where(events.c.tenant_id == tenant, events.c.seq == row.seq)
-                .values(ts=ts, detail=body, prev_hash=prev, hash=digest)
-            )
-            prev = digest
-    with op.batch_alter_table("audit_events") as batch:
-        for column in ("at", "subject", "details", "prev"):
-            batch.drop_column(column)
-        batch.alter_column("ts", existing_type=sa.Float(), nullable=False)
-        batch.alter_column("detail", existing_type=sa.Text(), nullable=False)
-        batch.alter_column("prev_hash", existing_type=sa.String(length=64), nullable=False)
-    if postgres:
-        op.execute("ALTER TABLE audit_events FORCE ROW LEVEL SECURITY")
+    with force_lifted("audit_events"):  # the owner reads and rewrites every tenant's events
+        op.add_column("audit_events", sa.Column("ts", sa.Float(), nullable=True))
+        op.add_column("audit_events", sa.Column("detail", sa.Text(), nullable=True))
+        op.add_column("audit_events", sa.Column("prev_hash", sa.String(length=64), nullable=True))
+        for tenant, rows in _events_by_tenant(bind):
+            prev = GENESIS
+            for row in rows:
+                detail = {**json.loads(row.details), **json.loads(row.subject)}
+                body = json.dumps(detail, separators=(",", ":"), sort_keys=True)
+                ts = datetime.fromisoformat(row.at.replace("Z", "+00:00")).timestamp()
+                material = json.dumps(
+                    [prev, row.seq, ts, row.actor, row.action, body], separators=(",", ":")
+                )
+                digest = hashlib.sha256(material.encode()).hexdigest()
+                bind.execute(
+                    sa.update(events)
+                    .where(events.c.tenant_id == tenant, events.c.seq == row.seq)
+                    .values(ts=ts, detail=body, prev_hash=prev, hash=digest)
+                )
+                prev = digest
+        with op.batch_alter_table("audit_events") as batch:
+            for column in ("at", "subject", "details", "prev"):
+                batch.drop_column(column)
+            batch.alter_column("ts", existing_type=sa.Float(), nullable=False)
+            batch.alter_column("detail", existing_type=sa.Text(), nullable=False)
+            batch.alter_column("prev_hash", existing_type=sa.String(length=64), nullable=False)

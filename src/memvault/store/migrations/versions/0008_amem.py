@@ -13,7 +13,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from memvault.store.migrations import app_role
+from memvault.store.migrations._ddl import create_scoped_table, on_postgres, protect
 
 revision = "0008"
 down_revision = "0007"
@@ -24,9 +24,8 @@ depends_on = None
 def upgrade() -> None:
     op.add_column("notes", sa.Column("enrichment", sa.String(16), nullable=True))
     op.add_column("links", sa.Column("strength", sa.Float(), nullable=True))
-    op.create_table(
+    create_scoped_table(
         "amem_jobs",
-        sa.Column("tenant_id", sa.String(length=128), nullable=False),
         sa.Column("note_id", sa.String(length=36), nullable=False),
         sa.Column("user_id", sa.String(length=128), nullable=False),
         sa.Column("agent_id", sa.String(length=128), nullable=False),
@@ -34,19 +33,12 @@ def upgrade() -> None:
         sa.Column("attempts", sa.Integer(), nullable=False, server_default="0"),
         sa.Column("run_after", sa.Float(), nullable=False),
         sa.Column("created_at", sa.Float(), nullable=False),
-        sa.PrimaryKeyConstraint("tenant_id", "note_id"),
+        key=("note_id",),
     )
     op.create_index("ix_amem_jobs_due", "amem_jobs", ["tenant_id", "run_after"], unique=False)
     op.create_index("ix_amem_jobs_user", "amem_jobs", ["tenant_id", "user_id"], unique=False)
-    if op.get_bind().dialect.name == "postgresql":
-        op.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON amem_jobs TO {app_role()}")
-        op.execute("ALTER TABLE amem_jobs ENABLE ROW LEVEL SECURITY")
-        op.execute("ALTER TABLE amem_jobs FORCE ROW LEVEL SECURITY")
-        op.execute(
-            "CREATE POLICY tenant_isolation ON amem_jobs "
-            "USING (tenant_id = current_setting('app.tenant_id', true)) "
-            "WITH CHECK (tenant_id = current_setting('app.tenant_id', true))"
-        )
+    if on_postgres():
+        protect("amem_jobs", grant=True)
 
 
 def downgrade() -> None:
