@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from memvault.api.deps import AgentDep, ScopedVaultDep, ServicesDep, only_query_params
 from memvault.api.errors import bounded, describe_validation_errors
 from memvault.api.lanes import in_write_pool
+from memvault.api.note_events import added_details
 from memvault.api.schemas import AddMemory, NoteOut
 from memvault.api.schemas_batch import AddMemoryBatch, BatchItemError, BatchResponse, ItemError
 from memvault.errors import InvalidRequest, ScreenRefused, VaultError
@@ -72,7 +73,7 @@ def add_memories(
     events = [
         (
             {"user_id": scope.user, "agent_id": scope.agent, "note_id": o.id},
-            {"visibility": o.visibility, "redacted": len(o.redacted), "flags": len(o.flags)},
+            added_details(o),
         )
         for o in outcomes
         if isinstance(o, Note)
