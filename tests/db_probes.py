@@ -40,7 +40,11 @@ def _is(sql: str, head: str) -> bool:
 
 
 def write_transactions(services: Any, backend: str, action: Callable[[], object]) -> int:
-    """How many write transactions the database commits while `action` runs."""
+    """How many write transactions the database commits while `action` runs.
+
+    PostgreSQL: counted by transaction ids, which are cluster-wide: a test using this must run
+    alone on the cluster (`@pytest.mark.cluster_exclusive`) under xdist.
+    """
     engine = services.db.engine
     if backend == "sqlite":
         commits: list[int] = []

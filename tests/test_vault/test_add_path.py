@@ -27,6 +27,9 @@ def _stats(services: Any) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
+# Alone on the cluster: on PostgreSQL the probe counts transaction ids, which are cluster-wide, so
+# another xdist worker's transactions in the same window would count as this add's.
+@pytest.mark.cluster_exclusive
 def test_a_warm_add_commits_exactly_one_transaction(
     make_services: ServicesFactory, backend: str
 ) -> None:
