@@ -55,3 +55,15 @@ def carve(files: list[Path], needles: list[bytes]) -> int:
             continue
         found.update(i for i, needle in enumerate(needles) if needle in data)
     return len(found)
+
+
+def wrapped_keys(keystore_url: str, user: str) -> list[bytes]:
+    """The wrapped data keys the keystore holds for `user`."""
+    engine = create_engine(keystore_url)
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text("SELECT wrapped_key FROM keyring_data_keys WHERE user_id = :u"), {"u": user}
+        ).scalars()
+        keys = [bytes(k) for k in rows]
+    engine.dispose()
+    return keys

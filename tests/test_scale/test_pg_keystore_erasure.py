@@ -22,7 +22,7 @@ from memvault.errors import VaultError
 from memvault.runtime.factory import Services, open_services
 from memvault.scope import Scope
 from tests.conftest import app_role_url, drop_schema, migrated_pg_schema, pg_url_or_skip
-from tests.test_scale.pg import carve, database_files, scratch_database
+from tests.test_scale.pg import carve, database_files, scratch_database, wrapped_keys
 
 GONE, STAYS = "usrqzcarved", "usrqzkept"
 
@@ -67,16 +67,6 @@ def _seed(services: Services) -> dict[str, list[str]]:
     return ids
 
 
-def _wrapped_keys(ks: str, user: str) -> list[bytes]:
-    engine = create_engine(ks)
-    with engine.connect() as conn:
-        rows = conn.execute(
-            text("SELECT wrapped_key FROM keyring_data_keys WHERE user_id = :u"), {"u": user}
-        ).all()
-    engine.dispose()
-    return [bytes(r[0]) for r in rows]
-
-
 # Alone on the cluster: a transaction running meanwhile in any database (another xdist worker's)
 # holds back the xmin horizon, and VACUUM FULL then copies the erased keys into the new heap.
 @pytest.mark.cluster_exclusive
@@ -87,7 +77,7 @@ def test_no_file_or_wal_segment_holds_an_erased_key(
     services = _open(tmp_path / "w", admin, data_schema, keystore_url, embedder)
     try:
         _seed(services)
-        keys = _wrapped_keys(keystore_url, GONE)
+        keys = wrapped_keys(keystore_url, GONE)
         assert len(keys) == 2
         assert carve(database_files(admin, keystore_url), keys) == 2  # the carve finds them
         jobs = install(services).erasures
@@ -98,7 +88,7 @@ def test_no_file_or_wal_segment_holds_an_erased_key(
         assert facts["keystore_wal_archive"]["present"] is False
         assert facts["keystore_backups"]["ages_out_after_days"] == 7
         assert carve(database_files(admin, keystore_url), keys) == 0
-        assert _wrapped_keys(keystore_url, STAYS)  # the other user's keys stay
+        assert wrapped_keys(keystore_url, STAYS)  # the other user's keys stay
     finally:
         services.close()
 

@@ -21,7 +21,7 @@ from memvault.keyring._keystore import ScrubFailed
 from memvault.scope import Scope
 from memvault.testing import FakeKms
 from tests.conftest import pg_url_or_skip
-from tests.test_scale.pg import carve, database_files, scratch_database
+from tests.test_scale.pg import carve, database_files, scratch_database, wrapped_keys
 
 GONE = "usrqzhorizon"
 
@@ -46,22 +46,12 @@ def old_transaction() -> Iterator[Connection]:
     engine.dispose()
 
 
-def _keys(ks: str) -> list[bytes]:
-    engine = create_engine(ks)
-    with engine.connect() as conn:
-        rows = conn.execute(
-            text("SELECT wrapped_key FROM keyring_data_keys WHERE user_id = :u"), {"u": GONE}
-        ).all()
-    engine.dispose()
-    return [bytes(r[0]) for r in rows]
-
-
 def _seeded(ks: str) -> tuple[Keyring, list[bytes]]:
     keyring = Keyring.open(ks, FakeKms())
     for agent in ("a1", "a2"):
         keyring.aead_for(Scope("t1", GONE, agent))
     keyring.aead_for(Scope("t1", "usrqzstays", "a1"))
-    keys = _keys(ks)
+    keys = wrapped_keys(ks, GONE)
     assert len(keys) == 2
     return keyring, keys
 
@@ -96,7 +86,9 @@ def test_scrub_gives_up_while_an_older_transaction_stays_open(
     try:
         with pytest.raises(ScrubFailed, match="older than the shred"):
             keyring.shred("t1", GONE)
-        assert _keys(keystore_url) == []  # deleted, but their bytes may remain: not verified
+        assert (
+            wrapped_keys(keystore_url, GONE) == []
+        )  # deleted, but their bytes may remain: not verified
         old_transaction.rollback()
         assert keyring.shred("t1", GONE) == 0  # an erase round goes again: now the scrub holds
         assert carve(database_files(admin, keystore_url), keys) == 0

@@ -27,7 +27,7 @@ from memvault.errors import VaultError
 from memvault.runtime.factory import open_services
 from tests.conftest import app_role_url, drop_schema, migrated_pg_schema, pg_url_or_skip
 from tests.serving import call_json, clean_env, free_port, start_serve, stop, wait_healthy
-from tests.test_scale.pg import scratch_database
+from tests.test_scale.pg import scratch_database, wrapped_keys
 
 OPERATOR = "mvop_two-workers-operator-key-0123456789"
 USER = "usrqztwo"
@@ -86,7 +86,7 @@ def test_an_erase_blocks_and_drains_every_worker(
         thread = threading.Thread(target=writer)
         thread.start()
         time.sleep(2.0)
-        shredded = _wrapped_keys(deployment["MEMVAULT_KEYSTORE_URL"])
+        shredded = set(wrapped_keys(deployment["MEMVAULT_KEYSTORE_URL"], USER))
         assert shredded  # the user's data keys before the erase (B holds them unwrapped)
         status, job = call_json("POST", a + "/v1/admin/erase", admin_key, {"user_id": USER})
         assert status in (200, 202)
@@ -130,7 +130,7 @@ def test_an_erase_blocks_and_drains_every_worker(
         # 0 notes sealed under a shredded key: the shredded wrapped keys are gone from the
         # keystore, every row of the user is one B acknowledged, and each opens on A under the
         # keystore's current key (a note sealed under B's cached, shredded key answers 500).
-        assert not shredded & _wrapped_keys(deployment["MEMVAULT_KEYSTORE_URL"])
+        assert not shredded & set(wrapped_keys(deployment["MEMVAULT_KEYSTORE_URL"], USER))
         with engine.connect() as conn:
             rows = set(
                 conn.execute(
@@ -144,18 +144,6 @@ def test_an_erase_blocks_and_drains_every_worker(
     finally:
         for proc in procs:
             stop(proc)
-
-
-def _wrapped_keys(keystore_url: str) -> set[bytes]:
-    """The wrapped data keys the keystore holds for USER."""
-    engine = create_engine(keystore_url)
-    with engine.connect() as conn:
-        found = conn.execute(
-            text("SELECT wrapped_key FROM keyring_data_keys WHERE user_id = :u"), {"u": USER}
-        ).scalars()
-        keys = {bytes(k) for k in found}
-    engine.dispose()
-    return keys
 
 
 def _epoch(stamp: str) -> float:
