@@ -27,7 +27,7 @@ from memvault.client import (
     Policy,
     ScreenRefusedError,
     VerificationError,
-    _calls,
+    _verify,
 )
 from tests.test_client.conftest import OPERATOR_KEY, Tenant
 
@@ -225,7 +225,7 @@ def test_erase_verifies_the_signed_receipt(tenant: Tenant) -> None:
         keys = admin.receipt_keys()
         forged = {**job.receipt, "keys_destroyed": job.receipt["keys_destroyed"] + 1}
         with pytest.raises(VerificationError):
-            _calls.verified_receipt(replace(job, receipt=forged), keys)
+            _verify.verified_receipt(replace(job, receipt=forged), keys)
     with Client(tenant.base_url, tenant.agent_key) as gone, pytest.raises(AuthenticationError):
         gone.list()  # the erase deleted alice's keys
 
@@ -246,9 +246,9 @@ def test_audit_export_verifies_the_chain_and_detects_tampering(tenant: Tenant) -
     event["details"] = {**event["details"], "role": "tenant_admin-forged"}
     lines[0] = json.dumps(event)
     with pytest.raises(VerificationError):
-        _calls.audit_from_lines(lines, keys)
+        _verify.audit_from_lines(lines, keys)
     with pytest.raises(MemvaultError):
-        _calls.audit_from_lines(lines[:-1], None)  # cut off: no head line
+        _verify.audit_from_lines(lines[:-1], None)  # cut off: no head line
 
 
 def test_operator_deletes_a_tenant_with_a_verified_receipt(server: str) -> None:

@@ -294,13 +294,13 @@ def test_an_erase_keeps_the_checkpoints_and_a_tenant_deletion_removes_them(
 
 
 def test_the_sdk_keeps_checkpoints_apart_from_events(api: Api) -> None:
-    from memvault.client import _calls
+    from memvault.client import _verify
 
     admin, _ = _activity(api)
     api.services.checkpointer.checkpoint("acme")
     lines = export_lines(api, admin)
     keys = api.client.get("/v1/receipt-keys").json()["keys"]
-    export = _calls.audit_from_lines(lines, keys)
+    export = _verify.audit_from_lines(lines, keys)
     assert export.verdict is not None and "1 checkpoints" in export.verdict
     assert all("type" not in event for event in export.events)
     assert [c["seq"] for c in export.checkpoints] == [export.events[-1]["seq"]]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from memvault.client import _batch, _calls
+from memvault.client import _batch, _calls, _verify
 from memvault.client._plan import Emit, Flow, Items, Sleep, StreamLines, call, flow, items
 from memvault.client.errors import ErasureTimeout
 from memvault.client.models import (
@@ -65,7 +65,7 @@ def erase(
         yield Sleep(poll_interval)
         job = yield _calls.erasure(job.id)
     if verify and job.done:
-        job = _calls.verified_receipt(job, (yield _calls.receipt_keys()))
+        job = _verify.verified_receipt(job, (yield _calls.receipt_keys()))
     return job
 
 
@@ -76,13 +76,13 @@ def audit_export(
     hash chain and the head signature are checked (`VerificationError` otherwise)."""
     text: str = yield _calls.audit_lines(since_seq)
     keys = (yield _calls.receipt_keys()) if verify else None
-    return _calls.audit_from_lines(text.splitlines(), keys, previous_hash)
+    return _verify.audit_from_lines(text.splitlines(), keys, previous_hash)
 
 
 def dsar_export(user_id: str) -> Items[dict[str, Any]]:
     """One user's data as records (`subject`, `note`…, `link`…, `end`), streamed. Raises
     `MemvaultError` when the stream ends without its `end` record."""
-    check = _calls.DsarCheck()
+    check = _verify.DsarCheck()
     yield StreamLines(_calls.dsar_lines(user_id), check.line)
     check.finish()
 
@@ -90,7 +90,7 @@ def dsar_export(user_id: str) -> Items[dict[str, Any]]:
 def delete_tenant(tenant_id: str, *, verify: bool = True) -> Flow[Erasure]:
     """Delete a tenant and return its signed receipt (checked with `verify`)."""
     job: Erasure = yield _calls.start_tenant_deletion(tenant_id)
-    return _calls.verified_receipt(job, (yield _calls.receipt_keys())) if verify else job
+    return _verify.verified_receipt(job, (yield _calls.receipt_keys())) if verify else job
 
 
 class Methods:
