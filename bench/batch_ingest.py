@@ -36,9 +36,14 @@ from bench.load import OPERATOR_KEY, Server
 _JOBS = re.compile(r'^memvault_amem_jobs_total\{event="(\w+)"\} ([0-9.e+]+)$', re.M)
 
 
+_OPERATOR = {"Authorization": f"Bearer {OPERATOR_KEY}"}
+
+
 def amem_outstanding(base: str) -> int:
     """A-MEM jobs enqueued (inline or queued) and not finished yet, from `/metrics`."""
-    counts = {k: float(v) for k, v in _JOBS.findall(httpx.get(f"{base}/metrics").text)}
+    counts = {
+        k: float(v) for k, v in _JOBS.findall(httpx.get(f"{base}/metrics", headers=_OPERATOR).text)
+    }
     started = counts.get("inline", 0) + counts.get("queued", 0)
     return int(started - counts.get("done", 0) - counts.get("failed", 0))
 

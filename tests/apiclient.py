@@ -28,6 +28,10 @@ class Api:
             headers["Authorization"] = f"Bearer {key}"
         return self.client.request(method, path, headers=headers, **kw)
 
+    def metrics(self) -> Any:
+        """`GET /metrics` with the operator key (it needs a credential)."""
+        return self.call("GET", "/metrics", OPERATOR_KEY)
+
     def tenant(self, tenant: str) -> str:
         """Create a tenant (once) and return its admin key."""
         if tenant not in self.admin_keys:

@@ -75,6 +75,9 @@ class Settings(BaseSettings):
     master_key_file: Path | None = None
     master_key_env: str | None = None
     operator_key: SecretStr | None = None
+    metrics_token: SecretStr | None = Field(default=None, min_length=24)
+    """A bearer token that reads `/metrics` and nothing else (a Prometheus scraper's), besides
+    the operator key. Neither set: `/metrics` answers 401 to everyone."""
     db_schema: str | None = None
     database_admin_url: str | None = None  # owner URL: `memvault db upgrade`, VACUUM after erase
     db_app_role: str = "memvault_app"  # PostgreSQL login role the app serves as

@@ -52,6 +52,12 @@ class Conflict(VaultError):
     code = "conflict"
 
 
+class SessionUntrusted(VaultError):
+    """The session named by `X-Session-Id` is marked untrusted: memory reads are refused (423)."""
+
+    code = "session_untrusted"
+
+
 class ScopeViolation(VaultError):
     """A store returned something outside the allowed scopes. Always a bug or an attack: loud."""
 

@@ -310,7 +310,7 @@ def test_an_unhandled_exception_is_a_json_500_with_a_logged_correlation_id(
     r = client.get("/index-down")
     error = assert_error(r, 500, "index_error")
     assert "/srv" not in r.text and r.headers["x-correlation-id"] in error["message"]
-    metrics = client.get("/metrics").text
+    metrics = client.get("/metrics", headers={"Authorization": f"Bearer {OPERATOR_KEY}"}).text
     assert 'route="/boom",status="500"' in metrics
 
 
@@ -336,7 +336,8 @@ def test_the_guard_stays_outermost_when_middleware_is_added_later(api: Api) -> N
 # --- 11. The OpenAPI document is the contract ---------------------------------------------------
 
 
-PUBLIC = {("get", "/healthz"), ("get", "/metrics"), ("get", "/v1/receipt-keys")}
+PUBLIC = {("get", "/healthz"), ("get", "/v1/receipt-keys")}
+TOKEN_ONLY = {("get", "/metrics")}  # the operator key or the metrics token: 401, never 403
 
 
 def operations(spec: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
@@ -355,6 +356,9 @@ def test_openapi_declares_the_bearer_scheme_on_every_protected_operation(api: Ap
     for method, path, op in operations(spec):
         if (method, path) in PUBLIC:
             assert not op.get("security"), (method, path)
+        elif (method, path) in TOKEN_ONLY:
+            assert op["security"] == [{"bearerAuth": []}], (method, path)
+            assert "401" in op["responses"] and "403" not in op["responses"], (method, path)
         else:
             assert op["security"] == [{"bearerAuth": []}], (method, path)
             assert {"401", "403"} <= set(op["responses"]), (method, path)
@@ -394,7 +398,7 @@ def test_openapi_content_types_and_empty_204s(api: Api) -> None:
 
 
 def test_the_served_content_types_match_the_document(api: Api) -> None:
-    r = api.client.get("/metrics")
+    r = api.metrics()
     assert r.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
     r = api.call("GET", "/v1/admin/audit", api.tenant("acme"))
     assert r.status_code == 200 and r.headers["content-type"].startswith("application/x-ndjson")

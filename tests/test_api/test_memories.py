@@ -167,7 +167,7 @@ def test_openapi_and_health_are_served(api: Api) -> None:
     spec = api.client.get("/openapi.json").json()
     assert "/v1/memories" in spec["paths"] and "/v1/admin/erase" in spec["paths"]
     assert api.client.get("/healthz").json()["status"] == "ok"
-    assert "memvault_requests" in api.client.get("/metrics").text
+    assert "memvault_requests" in api.metrics().text
 
 
 def test_operator_tenant_lifecycle(api: Api) -> None:

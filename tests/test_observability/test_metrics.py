@@ -21,7 +21,7 @@ def api(make_services: ServicesFactory) -> Api:
 
 
 def _metrics(api: Api) -> str:
-    r = api.client.get("/metrics")
+    r = api.metrics()
     assert r.status_code == 200
     return str(r.text)
 

@@ -7,7 +7,8 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 from anyio import to_thread
-from fastapi import FastAPI, Response
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 from starlette.types import Scope
 
@@ -22,16 +23,19 @@ from memvault.api import (
     routes_keys,
     routes_memories,
     routes_operator,
+    routes_sessions,
 )
 from memvault.api.boundary import install_guard
-from memvault.api.errors import install_error_handlers
+from memvault.api.errors import error_body, install_error_handlers
 from memvault.api.idempotency import install_idempotency
 from memvault.api.lanes import open_read_lane
+from memvault.api.metrics_auth import bearer_matches, metrics_credentials
 from memvault.api.openapi import METRICS_CONTENT_TYPE, install_openapi
 from memvault.compliance.wiring import install as install_compliance
 from memvault.console import install_console
 from memvault.observability import ProcessMetrics, install_request_observer
 from memvault.runtime.factory import Services
+from memvault.vault.untrusted import UntrustedSessions
 
 if TYPE_CHECKING:
     from fastapi.telemetry import TelemetryConfig
@@ -89,6 +93,7 @@ def create_app(services: Services, *, operator_key: str | None = None) -> FastAP
     app.state.services = services
     app.state.compliance = compliance
     app.state.operator_key = operator_key
+    app.state.untrusted = UntrustedSessions(services.db, services.keyring, services.gate)
     registry = CollectorRegistry()
     requests = Counter(
         "memvault_requests",
@@ -112,14 +117,25 @@ def create_app(services: Services, *, operator_key: str | None = None) -> FastAP
     app.include_router(routes_keys.router)
     app.include_router(routes_erasure.router)
     app.include_router(routes_amem.router)
+    app.include_router(routes_sessions.router)
 
     @app.get("/healthz", tags=["ops"])
     def healthz() -> dict[str, str]:
         return {"status": "ok", "version": __version__}
 
+    scrape_tokens = metrics_credentials(services, operator_key)
+
     @app.get("/metrics", tags=["ops"])
-    def metrics() -> Response:
-        """Prometheus text exposition format 0.0.4 (see docs/observability.md)."""
+    def metrics(request: Request) -> Response:
+        """Prometheus text exposition format 0.0.4 (see docs/observability.md). Needs
+        `Authorization: Bearer` with the operator key or the metrics token (`METRICS_TOKEN`):
+        the counters name every tenant's routes and refusals."""
+        if not bearer_matches(request.headers.get("authorization", ""), scrape_tokens):
+            return JSONResponse(
+                error_body("unauthorized", "/metrics needs the operator key or the metrics token"),
+                401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
         return Response(generate_latest(registry), media_type=METRICS_CONTENT_TYPE)
 
     install_console(app)  # the admin console at /console (docs/console.md)

@@ -28,6 +28,7 @@ from memvault.errors import (
     PermissionDenied,
     ScopeViolation,
     ScreenRefused,
+    SessionUntrusted,
     VaultError,
 )
 
@@ -40,6 +41,7 @@ STATUS_BY_ERROR: dict[type[VaultError], int] = {
     Forbidden: 403,
     PermissionDenied: 403,
     NotFound: 404,
+    SessionUntrusted: 423,
     Conflict: 409,
     ScopeViolation: 500,
     DecryptionError: 500,
@@ -56,6 +58,7 @@ CODE_BY_STATUS: dict[int, str] = {
     413: "body_too_large",
     415: "unsupported_media_type",
     422: "invalid_request",
+    423: "session_untrusted",
     429: "too_many_requests",
     500: "internal_error",
     503: "unavailable",

@@ -43,6 +43,8 @@ ERROR_DESCRIPTIONS: dict[int, str] = {
     422: "`invalid_request` (a field, query or path parameter outside its documented schema, an "
     "unknown field or query parameter) or a write-screen refusal such as `credential_refused`, "
     f"`pii_refused`, `too_short`. At most {MAX_PROBLEMS} problems are listed.",
+    423: "`session_untrusted`: the session named in `X-Session-Id` is marked untrusted; no "
+    "memory is returned.",
     429: "`too_many_requests`.",
     500: "`internal_error` (with a correlation id, also logged; no detail), `scope_violation`, "
     "`decryption_failed`.",
@@ -55,6 +57,7 @@ PATH_PARAM_PATTERNS: dict[str, tuple[str, str]] = {
     "tenant_id": (ID_PATTERN, "A tenant id, matched in full."),
     "user_id": (ID_PATTERN, "A user id, matched in full."),
     "agent_id": (ID_PATTERN, "An agent id, matched in full."),
+    "session_id": (ID_PATTERN, "A session id (id grammar). Anything else is 422."),
 }
 
 # (method, path) -> the media type of the 200 response, where it is not JSON.
@@ -70,7 +73,16 @@ CONTENT_TYPES: dict[tuple[str, str], str] = {
 EXTRA_STATUSES: dict[tuple[str, str], set[int]] = {
     ("get", "/v1/admin/export"): {409},  # `scope_erasing`: the user is being erased
     ("get", "/v1/quality/review"): {409},  # `conflict`: A-MEM is off; `scope_erasing`
+    # `session_untrusted`: the read names (`X-Session-Id`) a session marked untrusted
+    ("post", "/v1/memories/search"): {423},
+    ("get", "/v1/memories"): {423},
+    ("get", "/v1/memories/{note_id}"): {423},
+    ("get", "/v1/memories/{note_id}/links"): {423},
 }
+
+TOKEN_ONLY: set[tuple[str, str]] = {("get", "/metrics")}
+"""Operations that take a bearer credential that is no API key (the operator key or the metrics
+token): documented with the bearer scheme and 401, and never 403."""
 
 IDEMPOTENT_WRITE_METHODS = {"post", "patch", "delete"}
 SCOPED_PREFIXES = ("/v1/memories", "/v1/dialogues", "/v1/consolidate", "/v1/quality")
@@ -102,6 +114,8 @@ def error_statuses(route: Any, method: str) -> set[int]:
     """The error statuses a route can answer with, from its shape and the tables above."""
     dependant = route.dependant
     statuses = {500}
+    if (method, route.path_format) in TOKEN_ONLY:
+        statuses.add(401)
     authenticated = is_authenticated(route)
     has_params = bool(
         dependant.query_params or dependant.path_params or dependant.body_params
@@ -193,7 +207,9 @@ def _shape_operation(
 ) -> None:
     path = route.path_format
     responses: dict[str, Any] = operation.setdefault("responses", {})
-    if is_authenticated(route):
+    if (method, path) in TOKEN_ONLY:
+        operation["security"] = [{SECURITY_SCHEME: []}]
+    elif is_authenticated(route):
         operation["security"] = [{SECURITY_SCHEME: []}]
         if idempotency and method in IDEMPOTENT_WRITE_METHODS:
             operation.setdefault("parameters", []).append(dict(IDEMPOTENCY_KEY_PARAMETER))

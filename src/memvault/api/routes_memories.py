@@ -18,6 +18,7 @@ from memvault.api.deps import (
 )
 from memvault.api.lanes import in_read_lane, in_write_pool
 from memvault.api.note_events import added_details, audit_note
+from memvault.api.routes_sessions import SessionHeader, UntrustedDep, refuse_untrusted
 from memvault.api.schemas import (
     AddMemory,
     LinkMemories,
@@ -58,9 +59,15 @@ def add_memory(
 @router.post("/search", dependencies=[Depends(only_query_params())])
 @in_read_lane
 def search_memories(
-    body: SearchMemories, vault: ScopedVaultDep, caller: AgentDep, services: ServicesDep
+    body: SearchMemories,
+    vault: ScopedVaultDep,
+    caller: AgentDep,
+    services: ServicesDep,
+    marks: UntrustedDep,
+    x_session_id: SessionHeader = None,
 ) -> SearchResponse:
     """Search the caller's readable memories (its own, plus the shared ones of its user)."""
+    refuse_untrusted(marks, services, caller, x_session_id)
     hits = vault.search(
         body.query,
         limit=body.limit,
@@ -79,6 +86,9 @@ def search_memories(
 @in_read_lane
 def list_memories(
     vault: ScopedVaultDep,
+    caller: AgentDep,
+    services: ServicesDep,
+    marks: UntrustedDep,
     limit: Annotated[int, Query(ge=1, le=MAX_LIST_LIMIT)] = 50,
     offset: Annotated[
         int,
@@ -98,9 +108,11 @@ def list_memories(
             "just after that page's last note (stable under writes). Not with `offset`.",
         ),
     ] = None,
+    x_session_id: SessionHeader = None,
 ) -> NoteList:
     """List readable memories, newest first, with the total count and `next_cursor` (null
     on the last page)."""
+    refuse_untrusted(marks, services, caller, x_session_id)
     page = vault.list_page(limit=limit, offset=offset, cursor=cursor)
     return NoteList(
         items=[NoteOut.of(n) for n in page.notes],
@@ -113,8 +125,16 @@ def list_memories(
 
 @router.get("/{note_id}", dependencies=[Depends(only_query_params())])
 @in_read_lane
-def get_memory(note_id: str, vault: ScopedVaultDep) -> NoteOut:
+def get_memory(
+    note_id: str,
+    vault: ScopedVaultDep,
+    caller: AgentDep,
+    services: ServicesDep,
+    marks: UntrustedDep,
+    x_session_id: SessionHeader = None,
+) -> NoteOut:
     """One memory; 404 for anything outside the caller's readable scopes."""
+    refuse_untrusted(marks, services, caller, x_session_id)
     return NoteOut.of(vault.get(note_id))
 
 
@@ -216,8 +236,16 @@ class LinksOut(BaseModel):
 
 @router.get("/{note_id}/links", dependencies=[Depends(only_query_params())])
 @in_read_lane
-def memory_links(note_id: str, vault: ScopedVaultDep) -> LinksOut:
+def memory_links(
+    note_id: str,
+    vault: ScopedVaultDep,
+    caller: AgentDep,
+    services: ServicesDep,
+    marks: UntrustedDep,
+    x_session_id: SessionHeader = None,
+) -> LinksOut:
     """The notes linked to a memory, both directions, that the caller may read."""
+    refuse_untrusted(marks, services, caller, x_session_id)
     return LinksOut(
         links=[
             LinkOut(id=other, kind="sequence" if kind == "sequence" else "link", strength=strength)

@@ -229,6 +229,13 @@ STORES: tuple[Store, ...] = (
         tables=("console_sessions",),
     ),
     Store(
+        "untrusted_sessions",
+        "sessions marked untrusted: a keyed tag of (user, agent, session id) and the mark's "
+        "times, no ids in clear and no reason; a mark lasts at most a day",
+        RETAINED,
+        tables=("untrusted_sessions",),
+    ),
+    Store(
         "freed_storage",
         "SQLite free pages and WAL; index segments and WAL of deleted points",
         DELETED,

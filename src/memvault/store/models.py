@@ -310,6 +310,25 @@ class ConsoleSessionRow(Base):
     __table_args__ = (Index("ix_console_sessions_expires", "expires_at"),)
 
 
+class UntrustedSessionRow(Base):
+    """A session its agent's runtime marked untrusted (`memvault.vault.untrusted`).
+
+    `mark_tag` is a keyed tag (HMAC under the tenant's index key) of the agent's scope and the
+    session id: neither the user, the agent nor the session id is stored in clear, and the mark's
+    reason is never stored (its keyed tag goes to the audit event). A row past `expires_at` is
+    no mark; `DELETE` on the session's `untrusted` route removes it.
+    """
+
+    __tablename__ = "untrusted_sessions"
+
+    tenant_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    mark_tag: Mapped[str] = mapped_column(String(64), primary_key=True)
+    marked_at: Mapped[float] = mapped_column(Float)
+    expires_at: Mapped[float] = mapped_column(Float)
+
+    __table_args__ = (Index("ix_untrusted_sessions_expires", "tenant_id", "expires_at"),)
+
+
 OPERATOR_TABLES = ("tenants", "tenant_deletions", "deployment_identity", "console_sessions")
 """Tables without a per-tenant primary key: the tenant registry, the operator's deletions, the
 deployment's identity (the database's id and its bound keystore's) and the console's sessions
