@@ -23,6 +23,7 @@ from memvault.cli.keys import add_key_commands
 from memvault.cli.mcp import add_mcp_command
 from memvault.cli.options import CliHelpers, DataDir
 from memvault.cli.reindex import add_reindex_command
+from memvault.cli.untrusted import add_untrusted_command
 from memvault.config import Settings
 from memvault.embed.blas import cap_blas_threads
 from memvault.errors import VaultError
@@ -271,5 +272,6 @@ _helpers = CliHelpers(command, _settings, lock_data_dir, open_cli_services)
 add_key_commands(keys_app, _helpers)
 add_backup_commands(app, _helpers)
 add_mcp_command(app, _helpers)
+add_untrusted_command(app)
 add_reindex_command(app, _helpers)
 add_amem_commands(app, _helpers)

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from memvault.scope import is_valid_id
+
 if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings
 
@@ -85,13 +87,14 @@ def open_backend(
     settings: Settings,
     lock_data_dir: Callable[[Settings], DataDirLock | None],
     open_services: Callable[[Settings, DataDirLock | None], Services],
+    session_id: str | None = None,
 ) -> MemoryBackend:
     """The backend bound to `api_key`'s scope. Exits with one line if the key cannot bind."""
     from memvault.mcp.backends import EmbeddedBackend, RemoteBackend, bind_failure
 
     if not embedded:
         try:
-            return RemoteBackend.connect(url, api_key)
+            return RemoteBackend.connect(url, api_key, session_id=session_id)
         except Exception as exc:
             _fail(bind_failure(exc))
     lock = lock_data_dir(settings)
@@ -215,6 +218,12 @@ def add_mcp_command(
         if not api_key:
             _fail("MEMVAULT_API_KEY is not set (memvault mcp needs an agent key)")
         base_url = url or os.environ.get("MEMVAULT_URL") or DEFAULT_URL
+        session_id = os.environ.get("MEMVAULT_SESSION_ID", "").strip() or None
+        if session_id is not None:
+            if embedded:
+                _fail("MEMVAULT_SESSION_ID needs a memvault server (untrusted marks live there)")
+            if not is_valid_id(session_id):
+                _fail("MEMVAULT_SESSION_ID must match the id grammar")
         security = None
         if http:
             try:
@@ -228,6 +237,7 @@ def add_mcp_command(
             settings=helpers.settings_for(data_dir),
             lock_data_dir=helpers.lock_data_dir,
             open_services=helpers.open_services,
+            session_id=session_id,
         )
         from memvault.mcp.server import build_server
 

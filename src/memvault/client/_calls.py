@@ -284,6 +284,19 @@ def links(note_id: str) -> Call[list[Link]]:
     return call("GET", f"/v1/memories/{note_seg(note_id)}/links", _items(Link, "links"))
 
 
+def mark_untrusted(session_id: str, *, reason: str, ttl_s: int = 300) -> Call[dict[str, Any]]:
+    """Mark a session of this agent untrusted for `ttl_s` seconds: reads that name it
+    (`X-Session-Id`) raise `SessionUntrustedError` until `unmark_untrusted` or the ttl ends.
+    `reason` is screened (a credential in it refuses the mark)."""
+    path = f"/v1/sessions/{seg(session_id)}/untrusted"
+    return call("POST", path, _json, body={"reason": reason, "ttl_s": ttl_s})
+
+
+def unmark_untrusted(session_id: str) -> Call[None]:
+    """End a session's untrusted mark."""
+    return call("DELETE", f"/v1/sessions/{seg(session_id)}/untrusted", _none)
+
+
 # --- A-MEM calls (409 `conflict` when the server runs with MEMVAULT_AMEM=off) --------------
 
 

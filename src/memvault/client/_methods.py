@@ -108,6 +108,8 @@ class Methods:
     delete = call(_calls.delete)
     link = call(_calls.link)
     links = call(_calls.links)
+    mark_untrusted = call(_calls.mark_untrusted)
+    unmark_untrusted = call(_calls.unmark_untrusted)
     dialogue = call(_calls.dialogue)
     consolidate = call(_calls.consolidate)
     quality_scan = call(_calls.quality_scan)

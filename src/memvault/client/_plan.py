@@ -162,8 +162,11 @@ class Connection(Generic[TransportT]):
         retries: int = 3,
         backoff: float = 0.2,
         transport: TransportT | None = None,
+        session_id: str | None = None,
     ) -> None:
         self.base_url, api_key = resolve(base_url, api_key)
+        self.session_id = session_id
+        """Sent as `X-Session-Id` on every request (`untrusted()` sets it for its block)."""
         self._policy = RetryPolicy(retries, backoff)
         self._http = self.HTTP(
             base_url=self.base_url,
@@ -171,6 +174,13 @@ class Connection(Generic[TransportT]):
             timeout=timeout,
             transport=transport,
         )
+
+    def _request(self, send: Send) -> dict[str, Any]:
+        """`send`'s request arguments, naming the client's session when it has one."""
+        args = send.request()
+        if self.session_id is not None:
+            args["headers"]["X-Session-Id"] = self.session_id
+        return args
 
 
 class SyncTransport(Connection[httpx.BaseTransport]):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Generator
+from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -44,6 +45,20 @@ class AsyncClient(Methods, AsyncTransport):
 
     close = aclose
 
+    @asynccontextmanager
+    async def untrusted(
+        self, session_id: str, *, reason: str, ttl_s: int = 300
+    ) -> AsyncIterator[AsyncClient]:
+        """`async with`: untrusted-content mode for a block, as `Client.untrusted` (mark on
+        entry, `X-Session-Id` on every request inside, unmark on exit)."""
+        await self.mark_untrusted(session_id, reason=reason, ttl_s=ttl_s)
+        before, self.session_id = self.session_id, session_id
+        try:
+            yield self
+        finally:
+            self.session_id = before
+            await self.unmark_untrusted(session_id)
+
     async def _send(self, call: _calls.Call[Any]) -> httpx.Response:
         """`call` with its retries; the last response, not yet mapped to an error."""
         return await self._drive(response(call))
@@ -55,7 +70,7 @@ class AsyncClient(Methods, AsyncTransport):
             await asyncio.sleep(step.seconds)
             return
         try:
-            plan.reply = await self._http.request(**step.request())
+            plan.reply = await self._http.request(**self._request(step))
         except httpx.TransportError as exc:
             plan.reply = exc
 
@@ -78,7 +93,7 @@ class AsyncClient(Methods, AsyncTransport):
                 await self._step(step, plan)
 
     async def _lines(self, step: StreamLines) -> AsyncIterator[Any]:
-        async with self._http.stream(**Send(step.call).request()) as response:
+        async with self._http.stream(**self._request(Send(step.call))) as response:
             if not response.is_success:
                 await response.aread()
                 _calls.raise_for_error(response)

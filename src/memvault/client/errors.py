@@ -181,6 +181,13 @@ class SuspiciousSharedError(ScreenRefusedError):
     code = "suspicious_shared"
 
 
+class SessionUntrustedError(ApiError):
+    """423 `session_untrusted`: the read named (`X-Session-Id`) a session marked untrusted;
+    no memory was returned."""
+
+    code = "session_untrusted"
+
+
 class RateLimitedError(ApiError):
     """429 `too_many_requests` (after every retry)."""
 
@@ -226,6 +233,7 @@ EXCEPTION_BY_CODE: dict[str, type[ApiError]] = {
         PiiRefusedError,
         TooShortError,
         SuspiciousSharedError,
+        SessionUntrustedError,
         RateLimitedError,
         UnavailableError,
         ServerError,
@@ -252,6 +260,7 @@ EXCEPTION_BY_STATUS: dict[int, type[ApiError]] = {
     413: BodyTooLargeError,
     415: UnsupportedMediaTypeError,
     422: InvalidRequestError,
+    423: SessionUntrustedError,
     429: RateLimitedError,
     503: UnavailableError,
 }

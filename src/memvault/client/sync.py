@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Generator, Iterator
+from contextlib import contextmanager
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -42,6 +43,19 @@ class Client(Methods, SyncTransport):
         """Close the connection pool."""
         self._http.close()
 
+    @contextmanager
+    def untrusted(self, session_id: str, *, reason: str, ttl_s: int = 300) -> Iterator[Client]:
+        """Untrusted-content mode for a block: mark `session_id` untrusted on entry (for at
+        most `ttl_s` seconds), send it as `X-Session-Id` on every request inside (so memory
+        reads raise `SessionUntrustedError`), and unmark it on exit, even on an exception."""
+        self.mark_untrusted(session_id, reason=reason, ttl_s=ttl_s)
+        before, self.session_id = self.session_id, session_id
+        try:
+            yield self
+        finally:
+            self.session_id = before
+            self.unmark_untrusted(session_id)
+
     def _send(self, call: _calls.Call[Any]) -> httpx.Response:
         """`call` with its retries; the last response, not yet mapped to an error."""
         return self._drive(response(call))
@@ -53,7 +67,7 @@ class Client(Methods, SyncTransport):
             time.sleep(step.seconds)
             return
         try:
-            plan.reply = self._http.request(**step.request())
+            plan.reply = self._http.request(**self._request(step))
         except httpx.TransportError as exc:
             plan.reply = exc
 
@@ -75,7 +89,7 @@ class Client(Methods, SyncTransport):
                 self._step(step, plan)
 
     def _lines(self, step: StreamLines) -> Iterator[Any]:
-        with self._http.stream(**Send(step.call).request()) as response:
+        with self._http.stream(**self._request(Send(step.call))) as response:
             if not response.is_success:
                 response.read()
                 _calls.raise_for_error(response)

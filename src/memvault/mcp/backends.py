@@ -242,16 +242,24 @@ class RemoteBackend:
         self._client = client
 
     @classmethod
-    def connect(cls, base_url: str, api_key: str) -> RemoteBackend:
-        """A client for `base_url`, checked once with a one-item list (a bad key fails here)."""
+    def connect(
+        cls, base_url: str, api_key: str, *, session_id: str | None = None
+    ) -> RemoteBackend:
+        """A client for `base_url`, checked once with a one-item list (a bad key fails here).
+
+        With `session_id` (`MEMVAULT_SESSION_ID`) every later request names the session in
+        `X-Session-Id`, so the reads answer `session_untrusted` while the runtime has it marked
+        (the check itself names no session: a session marked before start still binds)."""
         from memvault.client import Client
 
-        backend = cls(Client(base_url, api_key))
+        client = Client(base_url, api_key)
+        backend = cls(client)
         try:
             backend.list(limit=1, offset=0)
         except BaseException:
             backend.close()
             raise
+        client.session_id = session_id
         return backend
 
     def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
