@@ -20,15 +20,24 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqlalchemy import delete, select
+from sqlalchemy import bindparam, delete, select
 from sqlalchemy.orm import Session
 
 from memvault.errors import InvalidRequest, SessionUntrusted
 from memvault.keyring import Keyring
 from memvault.scope import Scope
 from memvault.store.database import Database
+from memvault.store.driver_sql import DriverStatement
 from memvault.store.models import UntrustedSessionRow
 from memvault.vault.screen_gate import ScreenGate
+
+_MARK_EXPIRES = DriverStatement(
+    select(UntrustedSessionRow.expires_at).where(
+        UntrustedSessionRow.tenant_id == bindparam("tenant_id"),
+        UntrustedSessionRow.mark_tag == bindparam("mark_tag"),
+    ),
+    "select",
+)
 
 MAX_TTL_S = 24 * 3600
 """A mark lasts at most a day; a runtime that needs longer marks again."""
@@ -95,16 +104,12 @@ class UntrustedSessions:
         return expires is not None and expires > self._clock()
 
     def is_marked(self, scope: Scope, session_id: str) -> bool:
-        """Whether the session is marked now: one primary-key lookup."""
+        """Whether the session is marked now: one primary-key lookup on the driver's connection
+        (no ORM session: the read path pays for this on every read that names a session)."""
         tag = self._tag(scope, session_id)
-        with self._db.session(scope.tenant) as sess:
-            expires = sess.execute(
-                select(UntrustedSessionRow.expires_at).where(
-                    UntrustedSessionRow.tenant_id == scope.tenant,
-                    UntrustedSessionRow.mark_tag == tag,
-                )
-            ).scalar_one_or_none()
-        return expires is not None and expires > self._clock()
+        with self._db.driver_transaction(scope.tenant) as conn:
+            found = _MARK_EXPIRES.rows(conn, {"tenant_id": scope.tenant, "mark_tag": tag})
+        return bool(found) and float(found[0][0]) > self._clock()
 
     def refuse_if_marked(self, scope: Scope, session_id: str | None) -> None:
         """Raise `SessionUntrusted` when the read names a marked session; nothing when it
