@@ -149,3 +149,20 @@ def test_only_an_agent_key_marks_and_the_mark_is_per_tenant(api: Api) -> None:
     note = api.add(globex, TEXT)["id"]
     assert mark(api, acme, "chat-1").status_code == 200
     assert_served(reads(api, globex, note, "chat-1"))
+
+
+def test_deleting_the_tenant_deletes_its_marks(api: Api) -> None:
+    from sqlalchemy import func, select
+
+    from memvault.store.models import UntrustedSessionRow
+    from tests.apiclient import OPERATOR_KEY
+
+    key = api.agent_key("t9", "u1", "a1")
+    assert mark(api, key, "chat-1").status_code == 200
+    r = api.call("DELETE", "/v1/operator/tenants/t9", OPERATOR_KEY)
+    assert r.status_code == 200, r.text
+    deleted = {s["store"]: s["deleted"] for s in r.json()["receipt"]["stores"]}
+    assert deleted["untrusted_sessions"] == 1, deleted
+    with api.services.db.session("t9") as sess:
+        left = sess.execute(select(func.count()).select_from(UntrustedSessionRow)).scalar_one()
+    assert left == 0

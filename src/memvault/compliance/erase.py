@@ -40,6 +40,7 @@ from memvault.store.models import (
     NoteRow,
     RefusalRow,
     TenantRow,
+    UntrustedSessionRow,
 )
 from memvault.store.scoping import OwnedBy, scoped_delete, scoped_select
 from memvault.store.vacuum import ERASE_TABLES, vacuum_tables
@@ -62,6 +63,7 @@ TENANT_ROW_MODELS = (
     AuditEventRow,
     IdempotencyRow,
     ErasureJobRow,
+    UntrustedSessionRow,
 )
 """Every per-tenant table a tenant deletion empties (the `tenants` row goes last)."""
 
