@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import threading
+from dataclasses import replace
 from typing import Any
 
 import pytest

@@ -66,7 +66,8 @@ def test_qdrant_collection_made_with_idf_loses_the_modifier() -> None:
     old.upsert(NS, points)
     name = old.collection_prefix + NS
     client.update_collection(
-        name, sparse_vectors_config={"bm25": models.SparseVectorParams(modifier=models.Modifier.IDF)}
+        name,
+        sparse_vectors_config={"bm25": models.SparseVectorParams(modifier=models.Modifier.IDF)},
     )
     assert old.search_sparse(NS, sparse({1: 1.0}), ALL, 1)[0].score < 1.0
 
