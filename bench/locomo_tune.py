@@ -38,6 +38,7 @@ from memvault.scope import Scope
 from memvault.text import SparseEncoder
 from memvault.text.dates import parse_time_ranges
 from memvault.vault.ranking import Fusion, fuse_scores, rerank
+from memvault.vault.readable_idf import weigh_by_readable_idf
 
 PREFETCH = 50
 TRAIN = range(0, 5)
@@ -74,7 +75,9 @@ def collect(embedder: MemoEmbedder, convs: Sequence[Conversation], sessions: boo
             now = max(conv.session_dates.values()) + 86_400
             for q in conv.questions:
                 dense_q = embedder.embed_query(q.text).tolist()
-                sparse_q = encoder.encode_query(q.text)
+                sparse_q = weigh_by_readable_idf(
+                    index, vault.namespace, where, encoder.encode_query(q.text)
+                )
                 ranges = tuple((r.start, r.end) for r in parse_time_ranges(q.text, now))
                 cases.append(
                     Case(

@@ -60,9 +60,12 @@ def point(
     words: Mapping[int, float] | None = None,
     **fields: Any,
 ) -> IndexPoint:
+    body = payload(**fields)
+    if words is not None:  # as the vault writes it: the sparse vector's token ids (readable IDF)
+        body.setdefault("terms", sorted(words))
     return IndexPoint(
         id=pid or new_id(),
         dense=list(dense),
-        payload=payload(**fields),
+        payload=body,
         sparse=sparse(words) if words is not None else None,
     )

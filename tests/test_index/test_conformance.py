@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -496,18 +497,42 @@ def test_namespaces_isolate_same_ids(index: VectorIndex) -> None:
 # -- sparse search ------------------------------------------------------------------------------
 
 
-def test_search_sparse_rare_token_outranks_common(index: VectorIndex) -> None:
+def test_search_sparse_is_a_plain_dot_product_without_store_idf(index: VectorIndex) -> None:
+    """No IDF modifier in the store (issue 32): the query's own weights carry the IDF.
+
+    A store IDF would count every point of the partition, other agents' private notes too.
+    """
     common_token, rare_token = 100, 200
-    # Without IDF the common points (weight 1.5) would outscore the rare one (weight 1.0).
     commons = [point(axis(0), words={common_token: 1.5}) for _ in range(9)]
     rare = point(axis(1), words={rare_token: 1.0})
     index.upsert(NS, [*commons, rare, point(axis(2), words={999: 1.0})])
 
-    hits = index.search_sparse(NS, sparse({common_token: 1.0, rare_token: 1.0}), ALL, 20)
+    unit = index.search_sparse(NS, sparse({common_token: 1.0, rare_token: 1.0}), ALL, 20)
+    weighted = index.search_sparse(NS, sparse({common_token: 0.5, rare_token: 2.0}), ALL, 20)
 
-    assert hits[0].id == rare.id
-    assert hits[0].score > 2 * hits[1].score
-    assert sorted(ids_of(hits[1:])) == sorted(p.id for p in commons)
+    assert unit[0].score == pytest.approx(1.5, rel=1e-6)  # a common point: 1.0 x 1.5
+    assert ids_of(unit)[-1] == rare.id and unit[-1].score == pytest.approx(1.0, rel=1e-6)
+    assert weighted[0].id == rare.id and weighted[0].score == pytest.approx(2.0, rel=1e-6)
+    assert weighted[1].score == pytest.approx(0.75, rel=1e-6)
+
+
+def test_count_by_term_is_document_frequency_under_the_filter(index: VectorIndex) -> None:
+    """`PointFilter.term` counts the points whose `terms` hold a token id: BM25's df."""
+    index.upsert(
+        NS,
+        [
+            point(axis(0), words={7: 1.0, 8: 0.5}, user="u1"),
+            point(axis(1), words={7: 0.3}, user="u1"),
+            point(axis(2), words={7: 0.3}, user="u1", readers=["other"]),
+            point(axis(2), words={7: 0.3}, user="u2"),
+        ],
+    )
+    mine = PointFilter(user_id="u1", readers_any=("a1",), active_only=True)
+
+    assert index.count(NS, PointFilter(user_id="u1", term=7)) == 3
+    assert index.count(NS, replace(mine, term=7)) == 2
+    assert index.count(NS, replace(mine, term=8)) == 1
+    assert index.count(NS, replace(mine, term=9)) == 0
 
 
 def test_search_sparse_applies_filter(index: VectorIndex) -> None:

@@ -335,7 +335,13 @@ def test_edge_indexes_only_scope_fields_and_still_filters_on_the_others(tmp_path
 
     shard = EdgeShard.load(str(tmp_path / _folder("t1") / _partition("u1")))
     try:
-        assert set(shard.info().payload_schema) == {"user_id", "readers", "topic_tags", "is_active"}
+        assert set(shard.info().payload_schema) == {
+            "user_id",
+            "readers",
+            "topic_tags",
+            "is_active",
+            "terms",
+        }
     finally:
         shard.close()
     # Dense vectors are paged in as searches touch them, not all at load (docs/index.md).
@@ -358,7 +364,7 @@ def test_edge_drops_the_retired_indexes_of_an_older_partition_and_answers_the_sa
     shard = EdgeShard.load(str(folder))
     for field in ("agent_id", "note_type", "alias_of"):
         shard.update(UpdateOperation.create_field_index(field, KeywordIndexParams()))
-    assert len(shard.info().payload_schema) == 7
+    assert len(shard.info().payload_schema) == 8
     shard.close()
 
     reopened = EdgeIndex(tmp_path, DIM)
@@ -369,6 +375,12 @@ def test_edge_drops_the_retired_indexes_of_an_older_partition_and_answers_the_sa
     reopened.close()
     shard = EdgeShard.load(str(folder))
     try:
-        assert set(shard.info().payload_schema) == {"user_id", "readers", "topic_tags", "is_active"}
+        assert set(shard.info().payload_schema) == {
+            "user_id",
+            "readers",
+            "topic_tags",
+            "is_active",
+            "terms",
+        }
     finally:
         shard.close()

@@ -26,6 +26,7 @@ from memvault.text import SparseEncoder, heat_boost
 from memvault.vault.links import neighbours
 from memvault.vault.notes import SearchHit
 from memvault.vault.ranking import search_fused
+from memvault.vault.readable_idf import weigh_by_readable_idf
 from memvault.vault.retrieve import (
     GRAPH_HOPS,
     GRAPH_MAX_EXTRA,
@@ -69,7 +70,13 @@ class ReferenceRetriever(HybridRetriever):
         fetch = limit * HEAT_CANDIDATES
         dense = self._parts.embedder.embed_query(scope, query).tolist()
         token_id = self._parts.keyring.index_key(scope.tenant).token_id
-        sparse = SparseEncoder(token_id).encode_query(query)
+        # BM25's query weights are IDF over the readable set since issue 32 (both sides alike).
+        sparse = weigh_by_readable_idf(
+            self._parts.index,
+            self._view.namespace,
+            where,
+            SparseEncoder(token_id).encode_query(query),
+        )
         if not sparse.indices:
             hits = self._parts.index.search_dense(self._view.namespace, dense, where, fetch)
         else:

@@ -108,13 +108,17 @@ def test_killed_reindex_resumes(tmp_path: Path) -> None:
     deadline = time.monotonic() + 120
     try:
         while time.monotonic() < deadline and proc.poll() is None:
-            done = db.execute("SELECT count(*) FROM notes WHERE index_version = 2").fetchone()[0]
+            done = db.execute(
+                f"SELECT count(*) FROM notes WHERE index_version = {INDEX_VERSION}"
+            ).fetchone()[0]
             if done >= 8:
                 os.kill(proc.pid, signal.SIGKILL)
                 break
             time.sleep(0.01)
         proc.wait(30)
-        partial = db.execute("SELECT count(*) FROM notes WHERE index_version = 2").fetchone()[0]
+        partial = db.execute(
+            f"SELECT count(*) FROM notes WHERE index_version = {INDEX_VERSION}"
+        ).fetchone()[0]
     finally:
         db.close()
     assert proc.returncode == -signal.SIGKILL, "the run finished before it could be killed"

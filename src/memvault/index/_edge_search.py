@@ -92,10 +92,7 @@ class EdgeReads:
     def search_sparse(
         self, namespace: str, vector: SparseVector, where: PointFilter, limit: int
     ) -> list[Hit]:
-        """Sparse dot product with the partition's IDF modifier, best first.
-
-        IDF is per partition: a user's scores do not move when another user writes.
-        """
+        """Sparse dot product, best first: the query carries IDF over the readable set."""
         return self._nearest(
             namespace, Query.Nearest(edge_sparse(vector), using=SPARSE), where, limit
         )

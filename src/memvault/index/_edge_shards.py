@@ -40,12 +40,18 @@ from qdrant_edge import (
 
 from memvault.errors import IndexError_, VaultError
 from memvault.index._edge_layout import (
+    is_partition_name,
     is_shard,
     list_partitions,
     shard_folder_name,
     write_record,
 )
-from memvault.index._edge_rebuild import has_leftovers, recover_partition
+from memvault.index._edge_rebuild import (
+    has_leftovers,
+    rebuild_partition,
+    recover_partition,
+    swap_in,
+)
 from memvault.index.base import DENSE, SPARSE, validate_namespace
 
 # The adapter's logger: these messages are `EdgeIndex`'s, wherever the code sits.
@@ -88,6 +94,8 @@ def _payload_indexes() -> dict[str, Any]:
         "readers": KeywordIndexParams(),
         "topic_tags": KeywordIndexParams(),
         "is_active": IntegerIndexParams(lookup=True, range=False),
+        # A reader's document frequencies are counts by keyed token id (`PointFilter.term`).
+        "terms": IntegerIndexParams(lookup=True, range=False),
     }
 
 
@@ -96,12 +104,17 @@ RETIRED_INDEXES = ("agent_id", "note_type", "alias_of")
 
 
 class ShardFactory:
-    """Creates and loads shards with one configuration: cosine `dense`, IDF `bm25`, WAL on."""
+    """Creates and loads shards with one configuration: cosine `dense`, plain `bm25`, WAL on.
+
+    `bm25` has no IDF modifier (issue 32): the engine's IDF would count every note of the
+    partition, other agents' private notes included; the query carries IDF over the readable
+    set instead. A shard created with the modifier is rebuilt without it when it is opened.
+    """
 
     def __init__(self, dense_dim: int) -> None:
         self.dense_dim = dense_dim
 
-    def config(self) -> EdgeConfig:
+    def config(self, modifier: Modifier | None = None) -> EdgeConfig:
         """The engine configuration of every shard.
 
         Dense vectors are `Memory.Cold`: mapped and paged in as searches touch them. The
@@ -115,16 +128,34 @@ class ShardFactory:
                     size=self.dense_dim, distance=Distance.Cosine, memory=Memory.Cold
                 )
             },
-            sparse_vectors={SPARSE: EdgeSparseVectorParams(modifier=Modifier.Idf)},
+            sparse_vectors={SPARSE: EdgeSparseVectorParams(modifier=modifier)},
             max_search_threads=1,
             wal_enabled=True,
         )
+
+    def _load(self, folder: Path) -> EdgeShard:
+        """Load the shard in `folder`; one made with the IDF modifier is rebuilt without it."""
+        try:
+            return EdgeShard.load(str(folder), self.config())
+        except Exception as exc:
+            if "modifier" not in str(exc):
+                raise
+        legacy = EdgeShard.load(str(folder), self.config(Modifier.Idf))
+        if not is_partition_name(folder.name):
+            return legacy  # a pre-partition namespace shard, read once by its split
+        try:
+            rebuild_partition(folder, legacy, self.open)
+        finally:
+            legacy.close()
+        swap_in(folder)
+        log.info("index partition rebuilt without the engine's IDF modifier")
+        return EdgeShard.load(str(folder), self.config())
 
     def open(self, folder: Path) -> EdgeShard:
         """Load the shard in `folder`, or create it there (the folder may exist, empty)."""
         # Passing the config on load makes the engine refuse a shard of another dimension.
         if is_shard(folder):
-            shard = EdgeShard.load(str(folder), self.config())
+            shard = self._load(folder)
         else:
             folder.mkdir(mode=0o700, exist_ok=True)
             shard = EdgeShard.create(str(folder), self.config())

@@ -22,6 +22,7 @@ def payload_indexes() -> dict[str, models.PayloadSchemaParams | models.PayloadSc
         "note_type": models.PayloadSchemaType.KEYWORD,
         "topic_tags": models.PayloadSchemaType.KEYWORD,
         "is_active": models.PayloadSchemaType.INTEGER,
+        "terms": models.PayloadSchemaType.INTEGER,  # keyed token ids: readable-set IDF
     }
 
 

@@ -45,6 +45,8 @@ class PointFilter:
     - `topic_tags`: the point's `topic_tags` contains every one of these (AND).
     - `exclude_ids`: point ids to leave out.
     - `only_ids`: when non-empty, only these point ids (the graph walk's relevance gate).
+    - `term`: the point's `terms` list (its keyed BM25 token ids) holds this id; counting
+      with it gives a term's document frequency over the readable set (`vault/readable_idf`).
     """
 
     user_id: str | None = None
@@ -55,6 +57,7 @@ class PointFilter:
     topic_tags: tuple[str, ...] = ()
     exclude_ids: tuple[str, ...] = ()
     only_ids: tuple[str, ...] = ()
+    term: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +131,7 @@ class VectorIndex(Protocol):
     def search_sparse(
         self, namespace: str, vector: SparseVector, where: PointFilter, limit: int
     ) -> list[Hit]:
-        """Sparse dot product (IDF modifier applied by the store), best first."""
+        """Sparse dot product, best first: no IDF modifier, the query carries the IDF weights."""
 
     def search_hybrid(
         self,
@@ -242,6 +245,8 @@ def build_filter(where: PointFilter, terms: FilterTerms[C, F]) -> F | None:
     if where.note_type is not None:
         must.append(terms.match("note_type", where.note_type))
     must.extend(terms.match("topic_tags", t) for t in where.topic_tags)
+    if where.term is not None:
+        must.append(terms.match("terms", where.term))
     if where.only_ids:
         must.append(terms.has_id([canonical_point_id(i) for i in where.only_ids]))
     must_not: list[C] = []

@@ -95,9 +95,27 @@ class QdrantIndex:
         if name in self._known:
             return True
         if self.client.collection_exists(name):
+            self._drop_idf_modifier(name)
             self._known.add(name)
             return True
         return False
+
+    def _drop_idf_modifier(self, name: str) -> None:
+        """Turn off the IDF modifier of a collection made before issue 32, once per process.
+
+        The engine's IDF counts every point of the collection, other users' and agents'
+        included; the query carries IDF over the reader's readable set instead (`text.bm25`).
+        The stored sparse vectors are term frequencies either way, so nothing is re-written.
+        """
+        sparse = self.client.get_collection(name).config.params.sparse_vectors or {}
+        params = sparse.get(SPARSE)
+        if params is not None and params.modifier == models.Modifier.IDF:
+            self.client.update_collection(
+                name,
+                sparse_vectors_config={
+                    SPARSE: models.SparseVectorParams(modifier=models.Modifier.NONE)
+                },
+            )
 
     def _create(self, name: str) -> None:
         self.client.create_collection(
@@ -105,7 +123,9 @@ class QdrantIndex:
             vectors_config={
                 DENSE: models.VectorParams(size=self.dense_dim, distance=models.Distance.COSINE)
             },
-            sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+            sparse_vectors_config={
+                SPARSE: models.SparseVectorParams(modifier=models.Modifier.NONE)
+            },
             optimizers_config=models.OptimizersConfigDiff(
                 deleted_threshold=VACUUM_DELETED_THRESHOLD,
                 vacuum_min_vector_number=VACUUM_MIN_VECTORS,
@@ -241,7 +261,7 @@ class QdrantIndex:
     def search_sparse(
         self, namespace: str, vector: SparseVector, where: PointFilter, limit: int
     ) -> list[Hit]:
-        """Sparse dot product with the collection's IDF modifier, best first."""
+        """Sparse dot product, best first (no IDF modifier: the query carries the weights)."""
         return self._nearest(namespace, qdrant_sparse(vector), SPARSE, where, limit)
 
     def _nearest(

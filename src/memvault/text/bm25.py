@@ -1,13 +1,16 @@
-"""BM25 as sparse vectors: the term-frequency part is computed here, the IDF part by the store.
+"""BM25 as sparse vectors: a document carries term frequencies, the query carries the IDF.
 
-The vector store applies an IDF modifier to the `bm25` sparse vector at query time, so a
-document vector carries only each term's saturated, length-normalized frequency, and a query
-vector carries 1.0 per distinct term. Their dot product under the IDF modifier is BM25.
+A document vector carries each term's saturated, length-normalized frequency, normalized by a
+fixed `BM25_AVGDL` (no statistic of other notes enters a stored weight). The query vector
+carries each distinct term's IDF, computed by the caller over the notes the reader may read
+(`idf`, `SparseEncoder.weigh_query`); the store applies no IDF modifier. Their dot product is
+BM25 over the readable set, so a reader's scores never depend on notes it cannot read.
 Token ids are keyed hashes (the tenant's index key), so no word is stored in clear.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
@@ -19,6 +22,17 @@ BM25_B = 0.4
 """Index version 2 (`memvault.vault.sessions`): chosen on LoCoMo conversations 0-4 for
 context-keyed notes, which are about twice as long as their own text (docs/retrieval.md)."""
 _MAX_TOKEN_ID = 2**32 - 1
+
+BM25_AVGDL = 24.0
+"""The fixed average document length (tokens) of index version 3: about the mean length of a
+context-keyed note on LoCoMo. A partition's live mean would let one agent's notes move the
+weights of another agent's later notes (docs/retrieval.md, "BM25 per readable set")."""
+
+
+def idf(n_docs: int, df: int) -> float:
+    """Qdrant's (and Lucene's) BM25 IDF, `ln(1 + (N - df + 0.5) / (df + 0.5))`, never negative."""
+    n, d = max(n_docs, 0), min(max(df, 0), max(n_docs, 0))
+    return math.log(1.0 + (n - d + 0.5) / (d + 0.5))
 
 
 def bm25_weights(
@@ -62,8 +76,14 @@ class SparseEncoder:
         return self._pack(bm25_weights(list(tokens), avgdl).items())
 
     def encode_query(self, text: str) -> SparseVector:
-        """Weight 1.0 for each distinct query token: the store's IDF completes the score."""
+        """Weight 1.0 for each distinct query token; `weigh_query` puts each term's IDF in."""
         return self._pack((token, 1.0) for token in dict.fromkeys(self.tokens(text)))
+
+    @staticmethod
+    def weigh_query(query: SparseVector, n_docs: int, dfs: Sequence[int]) -> SparseVector:
+        """`query` with each term's weight times its `idf(n_docs, df)`; `dfs` parallel to it."""
+        values = tuple(v * idf(n_docs, df) for v, df in zip(query.values, dfs, strict=True))
+        return SparseVector(indices=query.indices, values=values)
 
     def _pack(self, weights: Iterable[tuple[str, float]]) -> SparseVector:
         by_id: dict[int, float] = {}

@@ -14,7 +14,7 @@ from memvault.index.base import IndexPoint
 from memvault.scope import Scope
 from memvault.store.models import NoteRow
 from memvault.store.scoping import parse_member_list
-from memvault.text import SparseEncoder
+from memvault.text import BM25_AVGDL, SparseEncoder
 from memvault.vault.drafts import agent_tag, topic_tag, user_tag
 from memvault.vault.sessions import NO_CONTEXT, IndexContext, event_time
 
@@ -72,7 +72,10 @@ def _point(
     index_key = parts.keyring.index_key(row.tenant_id)
     encoder = SparseEncoder(index_key.token_id)
     own = encoder.tokens(text) if tokens is None else tokens
-    sparse = encoder.encode_tokens(context.bm25_tokens(own), avgdl)
+    # Index version 3: the fixed BM25_AVGDL, not the namespace's `avgdl` (kept in the signature
+    # for the callers): a live mean would carry other agents' notes into this note's weights.
+    del avgdl
+    sparse = encoder.encode_tokens(context.bm25_tokens(own), BM25_AVGDL)
     extra: dict[str, Any] = {"prev": context.prev_id} if context.prev_id else {}
     return IndexPoint(
         id=row.id,
@@ -89,5 +92,8 @@ def _point(
             "topic_tags": [topic_tag(index_key.tag, t) for t in topics],
             "created_at": int(row.created_at),
             "model": parts.embedder.model_id,
+            # The keyed token ids (no word in clear, the sparse vector's own indices): counting
+            # points by term under a reader's filter gives IDF over what it may read.
+            "terms": list(sparse.indices),
         },
     )

@@ -22,6 +22,7 @@ from memvault.text import SparseEncoder, heat_boost
 from memvault.vault.links import linked_ids
 from memvault.vault.notes import SearchHit
 from memvault.vault.ranking import FUSION_METHODS, Fusion, search_fused
+from memvault.vault.readable_idf import weigh_by_readable_idf
 from memvault.vault.relations import Timeline, apply_timeline
 from memvault.vault.rerank import pool_reranker
 
@@ -132,7 +133,14 @@ class HybridRetriever:
             else None
         )
         sparse = (
-            SparseEncoder(self._parts.keyring.index_key(scope.tenant).token_id).encode_query(query)
+            weigh_by_readable_idf(
+                index,
+                namespace,
+                where,
+                SparseEncoder(self._parts.keyring.index_key(scope.tenant).token_id).encode_query(
+                    query
+                ),
+            )
             if mode != "dense"
             else None
         )

@@ -26,9 +26,11 @@ from memvault.store.models import NoteRow
 from memvault.store.scoping import parse_member_list
 from memvault.vault.drafts import ACTIVE
 
-INDEX_VERSION = 2
+INDEX_VERSION = 3
 """1: a note's own text, BM25 k1 1.5 / b 0.75. 2: context-keyed (predecessor text and event
-date), BM25 k1 0.9 / b 0.4."""
+date), BM25 k1 0.9 / b 0.4. 3: the fixed `BM25_AVGDL` instead of the namespace's mean length,
+and the keyed token ids in the payload (`terms`), so IDF is counted over the reader's readable
+set (issue 32)."""
 
 
 def session_tag(tag: Callable[[str], str], storage: Scope, session_id: str) -> str:
