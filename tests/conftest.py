@@ -23,7 +23,8 @@ from memvault.config import Settings
 from memvault.embed.base import Embedder
 from memvault.runtime.factory import Services, open_services
 from memvault.store.app_role import ensure_app_role
-from memvault.store.database import _UPGRADE_LOCK, APP_ROLE, upgrade_database
+from memvault.store.database import _UPGRADE_LOCK, APP_ROLE
+from tests.pg_schemas import new_migrated_schema
 
 PG_ENV = "MEMVAULT_TEST_DATABASE_URL"
 SHARED_DATA = Path(
@@ -204,14 +205,11 @@ def app_role_url(admin_url: str, role: str = APP_ROLE) -> str:
 
 
 def migrated_pg_schema(admin_url: str) -> str:
-    """A fresh schema migrated by the owner (`memvault db upgrade`), granted to the app role."""
-    schema = "mvt_" + uuid.uuid4().hex[:12]
-    try:
-        upgrade_database(admin_url, schema=schema)
-    except BaseException:
-        drop_schema(admin_url, schema)
-        raise
-    return schema
+    """A fresh schema migrated by the owner (`memvault db upgrade`), granted to the app role.
+
+    The migration runs for real once per process and database, and is replayed after that
+    (tests/pg_schemas.py: checked identical, a fraction of the cost)."""
+    return new_migrated_schema(admin_url)
 
 
 def drop_schema(url: str, schema: str) -> None:
