@@ -23,12 +23,16 @@ from memvault.config import Settings
 from memvault.embed.base import Embedder
 from memvault.runtime.factory import Services, open_services
 from memvault.store.app_role import ensure_app_role
-from memvault.store.database import _UPGRADE_LOCK, APP_ROLE, upgrade_database
+from memvault.store.database import _UPGRADE_LOCK, APP_ROLE
+from tests.pg_schemas import new_migrated_schema
 
 PG_ENV = "MEMVAULT_TEST_DATABASE_URL"
 SHARED_DATA = Path(
     os.environ.get("MEMVAULT_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")
 )
+
+_THROWAWAY_DATABASE: str | None = None
+"""This xdist worker's own PostgreSQL database while the session runs (`pg_worker_database`)."""
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups
@@ -90,6 +94,7 @@ def pg_worker_database() -> Iterator[None]:
     CREATE ROLE it), and the roles tests make carry random names. Serial runs (`-n 0`) use
     the base database as before.
     """
+    global _THROWAWAY_DATABASE
     base = os.environ.get(PG_ENV)
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if not base or not worker:
@@ -113,8 +118,10 @@ def pg_worker_database() -> Iterator[None]:
         finally:
             locking.dispose()
         os.environ[PG_ENV] = url.set(database=name).render_as_string(hide_password=False)
+        _THROWAWAY_DATABASE = name
         yield
     finally:
+        _THROWAWAY_DATABASE = None
         os.environ[PG_ENV] = base
         with engine.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
@@ -204,17 +211,19 @@ def app_role_url(admin_url: str, role: str = APP_ROLE) -> str:
 
 
 def migrated_pg_schema(admin_url: str) -> str:
-    """A fresh schema migrated by the owner (`memvault db upgrade`), granted to the app role."""
-    schema = "mvt_" + uuid.uuid4().hex[:12]
-    try:
-        upgrade_database(admin_url, schema=schema)
-    except BaseException:
-        drop_schema(admin_url, schema)
-        raise
-    return schema
+    """A fresh schema migrated by the owner (`memvault db upgrade`), granted to the app role.
+
+    The migration runs for real once per process and database, and is replayed after that
+    (tests/pg_schemas.py: checked identical, a fraction of the cost)."""
+    return new_migrated_schema(admin_url)
 
 
 def drop_schema(url: str, schema: str) -> None:
+    """Drop a test's schema, unless it lies in this xdist worker's own database: that database
+    goes whole at the end of the session (`pg_worker_database`), so a DROP SCHEMA ... CASCADE per
+    test (some 40 relations each) would only cost time."""
+    if _THROWAWAY_DATABASE and make_url(url).database == _THROWAWAY_DATABASE:
+        return
     engine = create_engine(url)
     with engine.begin() as conn:
         conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
