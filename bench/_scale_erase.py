@@ -169,9 +169,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if small:
         plan += [("mid", 1_000), ("pair", 2_000)]
     plan += [(f"user{n}", 1_000) for n in range(rest // 1_000)]
-    with tempfile.TemporaryDirectory() as tmp, _services(
-        Path(tmp) / "data", getattr(args, "database_url", None)
-    ) as services:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        _services(Path(tmp) / "data", getattr(args, "database_url", None)) as services,
+    ):
         services.tenants.create(TENANT)
         started = time.perf_counter()
         for user, count in plan:

@@ -86,7 +86,8 @@ class Eraser:
         self._keys = keys
         self.checkpoint_attempts = CHECKPOINT_ATTEMPTS
         self.chunk_rows = ERASE_CHUNK_ROWS
-        self.chunk_pause_s = ERASE_CHUNK_PAUSE_S
+        self.between_chunks: Callable[[], None] = lambda: time.sleep(ERASE_CHUNK_PAUSE_S)
+        """Run between two row-deleting transactions (a pause; tests hold the erase here)."""
 
     # -- the whole erase, in one call ---------------------------------------------------------
 
@@ -173,7 +174,7 @@ class Eraser:
 
     def _delete_scope_rows(self, subject: OwnedBy) -> dict[str, int]:
         """Delete the scope's rows in short transactions of `chunk_rows` notes each, pausing
-        `chunk_pause_s` between them, so other users' writes and the WAL checkpointer never
+        between them (`between_chunks`), so other users' writes and the WAL checkpointer never
         wait behind one long write transaction (issue 35: erasure beside live traffic).
 
         Safe to split: the `ScopeGuard` refuses new operations on the subject while this runs,
@@ -208,7 +209,7 @@ class Eraser:
                 rows += int(
                     sess.execute(scoped_delete(subject, NoteRow.id.in_(ids))).rowcount  # type: ignore[attr-defined]
                 )
-            time.sleep(self.chunk_pause_s)  # let other users' transactions and the GIL in
+            self.between_chunks()  # no transaction open: other users' writes and the GIL go
         with self._parts.db.session(tenant) as sess:
             replays = delete_idempotency_records(sess, tenant, user, agent)
             refused = int(sess.execute(delete(RefusalRow).where(*refusals)).rowcount)  # type: ignore[attr-defined]
