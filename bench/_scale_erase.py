@@ -62,11 +62,13 @@ def _search_loop(services: Any, stop: threading.Event, out: list[float]) -> None
 
     view = services.vault.scoped(Scope(TENANT, "reader", "a1"))
     i = 0
-    while not stop.is_set():
+    while True:  # at least one search, even when the erase is over at once
         start = time.perf_counter()
         view.search(QUERIES[i % len(QUERIES)], limit=10, mode="full")
         out.append((time.perf_counter() - start) * 1000)
         i += 1
+        if stop.is_set():
+            return
 
 
 def timed_erase(services: Any, user: str, agent: str | None) -> tuple[float, dict[str, Any]]:
