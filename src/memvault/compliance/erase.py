@@ -17,6 +17,7 @@ at once, in order, for callers that need no job:
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -67,6 +68,11 @@ TENANT_ROW_MODELS = (
 )
 """Every per-tenant table a tenant deletion empties (the `tenants` row goes last)."""
 
+ERASE_CHUNK_ROWS = 500
+"""Notes deleted per transaction when erasing a user or an agent (issue 35)."""
+ERASE_CHUNK_PAUSE_S = 0.005
+"""The pause between two such transactions: other users' writes and reads go first."""
+
 
 class ScrubIncomplete(VaultError):
     """The SQLite WAL could not be checkpointed after an erase: a reader held an old snapshot,
@@ -81,6 +87,9 @@ class Eraser:
         self._parts = vault.parts
         self._keys = keys
         self.checkpoint_attempts = CHECKPOINT_ATTEMPTS
+        self.chunk_rows = ERASE_CHUNK_ROWS
+        self.between_chunks: Callable[[], None] = lambda: time.sleep(ERASE_CHUNK_PAUSE_S)
+        """Run between two row-deleting transactions (a pause; tests hold the erase here)."""
 
     # -- the whole erase, in one call ---------------------------------------------------------
 
@@ -166,6 +175,15 @@ class Eraser:
         return counts
 
     def _delete_scope_rows(self, subject: OwnedBy) -> dict[str, int]:
+        """Delete the scope's rows in short transactions of `chunk_rows` notes each, pausing
+        between them (`between_chunks`), so other users' writes and the WAL checkpointer never
+        wait behind one long write transaction (issue 35: erasure beside live traffic).
+
+        Safe to split: the `ScopeGuard` refuses new operations on the subject while this runs,
+        so no row of the scope appears meanwhile, and a crash between chunks leaves a state the
+        step's rerun finishes (each chunk commits its notes, their links and the corpus
+        counters together).
+        """
         tenant, user, agent = subject.tenant, subject.user, subject.agent
         assert user is not None
         namespace = namespace_for(tenant)
@@ -175,12 +193,26 @@ class Eraser:
             # (`AmemJobs.enqueue`/`finish`: job row, then the note's enrichment), so an erase
             # and a worker finishing a job wait for each other instead of deadlocking.
             jobs = int(sess.execute(delete(AmemJobRow).where(*_job_clause(subject))).rowcount)  # type: ignore[attr-defined]
-            doomed = list(sess.execute(scoped_select(subject)).scalars())
-            links = delete_links_of(sess, tenant, [r.id for r in doomed])
-            self._parts.corpus.adjust(
-                sess, tenant, namespace, -len(doomed), -sum(r.token_count for r in doomed)
-            )
-            rows = int(sess.execute(scoped_delete(subject)).rowcount)  # type: ignore[attr-defined]
+        rows = links = 0
+        while True:
+            with self._parts.db.session(tenant) as sess:
+                chunk = sess.execute(
+                    select(NoteRow.id, NoteRow.token_count)
+                    .where(subject.clause())
+                    .limit(self.chunk_rows)
+                ).all()
+                if not chunk:
+                    break
+                ids = [r.id for r in chunk]
+                links += delete_links_of(sess, tenant, ids)
+                self._parts.corpus.adjust(
+                    sess, tenant, namespace, -len(ids), -sum(r.token_count for r in chunk)
+                )
+                rows += int(
+                    sess.execute(scoped_delete(subject, NoteRow.id.in_(ids))).rowcount  # type: ignore[attr-defined]
+                )
+            self.between_chunks()  # no transaction open: other users' writes and the GIL go
+        with self._parts.db.session(tenant) as sess:
             replays = delete_idempotency_records(sess, tenant, user, agent)
             refused = int(sess.execute(delete(RefusalRow).where(*refusals)).rowcount)  # type: ignore[attr-defined]
         return {

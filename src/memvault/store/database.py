@@ -197,6 +197,10 @@ class Database:
         """
         if self.is_postgres:
             return True
+        # A PASSIVE checkpoint first: it copies what it can without waiting for anyone, so the
+        # TRUNCATE below has little left to do while it holds the write lock (issue 35).
+        with self.engine.connect() as conn:
+            conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
         for attempt in range(attempts):
             with self.engine.connect() as conn:
                 # A TRUNCATE checkpoint waits on the busy handler while a reader holds an old
