@@ -14,6 +14,7 @@ from starlette.types import Scope
 from memvault import __version__
 from memvault.api import (
     routes_admin,
+    routes_webhooks,
     routes_amem,
     routes_audit,
     routes_batch,
@@ -106,6 +107,7 @@ def create_app(services: Services, *, operator_key: str | None = None) -> FastAP
     app.include_router(routes_batch.router)
     app.include_router(routes_memories.router)
     app.include_router(routes_admin.router)
+    app.include_router(routes_webhooks.router)
     app.include_router(routes_audit.router)
     app.include_router(routes_dsar.router)
     app.include_router(routes_operator.router)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, Field
 
 from memvault.api.deps import (
@@ -18,6 +18,7 @@ from memvault.api.deps import (
 )
 from memvault.api.lanes import in_read_lane, in_write_pool
 from memvault.api.note_events import added_details, audit_note
+from memvault.api.read_alerts import observe_read
 from memvault.api.schemas import (
     AddMemory,
     LinkMemories,
@@ -58,7 +59,11 @@ def add_memory(
 @router.post("/search", dependencies=[Depends(only_query_params())])
 @in_read_lane
 def search_memories(
-    body: SearchMemories, vault: ScopedVaultDep, caller: AgentDep, services: ServicesDep
+    body: SearchMemories,
+    request: Request,
+    vault: ScopedVaultDep,
+    caller: AgentDep,
+    services: ServicesDep,
 ) -> SearchResponse:
     """Search the caller's readable memories (its own, plus the shared ones of its user)."""
     hits = vault.search(
@@ -71,6 +76,7 @@ def search_memories(
         include_history=body.include_history,
     )
     audit_note(services, caller, "note.searched", None, results=len(hits), limit=body.limit)
+    observe_read(services, caller, request, (h.note for h in hits))
     now = time.time()
     return SearchResponse(results=[SearchResult.of(h, now) for h in hits])
 
@@ -78,7 +84,10 @@ def search_memories(
 @router.get("", dependencies=[Depends(only_query_params("limit", "offset", "cursor"))])
 @in_read_lane
 def list_memories(
+    request: Request,
     vault: ScopedVaultDep,
+    caller: AgentDep,
+    services: ServicesDep,
     limit: Annotated[int, Query(ge=1, le=MAX_LIST_LIMIT)] = 50,
     offset: Annotated[
         int,
@@ -102,6 +111,7 @@ def list_memories(
     """List readable memories, newest first, with the total count and `next_cursor` (null
     on the last page)."""
     page = vault.list_page(limit=limit, offset=offset, cursor=cursor)
+    observe_read(services, caller, request, page.notes)
     return NoteList(
         items=[NoteOut.of(n) for n in page.notes],
         total=page.total,
@@ -113,9 +123,17 @@ def list_memories(
 
 @router.get("/{note_id}", dependencies=[Depends(only_query_params())])
 @in_read_lane
-def get_memory(note_id: str, vault: ScopedVaultDep) -> NoteOut:
+def get_memory(
+    note_id: str,
+    request: Request,
+    vault: ScopedVaultDep,
+    caller: AgentDep,
+    services: ServicesDep,
+) -> NoteOut:
     """One memory; 404 for anything outside the caller's readable scopes."""
-    return NoteOut.of(vault.get(note_id))
+    note = vault.get(note_id)
+    observe_read(services, caller, request, (note,))
+    return NoteOut.of(note)
 
 
 @router.patch("/{note_id}", dependencies=[Depends(only_query_params())])
