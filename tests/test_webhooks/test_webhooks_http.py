@@ -46,7 +46,9 @@ def test_memory_events_are_signed_and_carry_no_text(
         with pytest.raises(SignatureError):
             verify(got.body, got.headers["memvault-signature"], "whsec_wrong")
         with pytest.raises(SignatureError):  # a replay after the tolerance
-            verify(got.body, got.headers["memvault-signature"], hook["secret"], now=time.time() + 301)
+            verify(
+                got.body, got.headers["memvault-signature"], hook["secret"], now=time.time() + 301
+            )
     deliveries = api.call("GET", "/v1/admin/webhooks/deliveries", api.tenant("t1")).json()
     assert {d["status"] for d in deliveries["deliveries"]} == {"delivered"}
 
@@ -117,9 +119,10 @@ def test_a_tenant_never_receives_another_tenants_events(
         with pytest.raises(SignatureError):
             verify(got.body, got.headers["memvault-signature"], hook_two["secret"])
     # Another tenant's admin sees no endpoint and cannot delete one.
-    assert api.call("GET", "/v1/admin/webhooks", api.tenant("t2")).json()["webhooks"][0][
-        "id"
-    ] == hook_two["id"]
+    assert (
+        api.call("GET", "/v1/admin/webhooks", api.tenant("t2")).json()["webhooks"][0]["id"]
+        == hook_two["id"]
+    )
     r = api.call("DELETE", f"/v1/admin/webhooks/{hook_one['id']}", api.tenant("t2"))
     assert r.status_code == 404
 
@@ -178,9 +181,7 @@ def test_two_workers_never_deliver_one_event_twice(
     key = api.agent_key("t1", "u1", "a1")
     for i in range(12):
         api.add(key, f"Planning note number {i} for the quarterly review")
-    passes = [
-        threading.Thread(target=d.run_once) for d in (services.deliverer, other) * 3
-    ]
+    passes = [threading.Thread(target=d.run_once) for d in (services.deliverer, other) * 3]
     for t in passes:
         t.start()
     for t in passes:

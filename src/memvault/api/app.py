@@ -14,7 +14,6 @@ from starlette.types import Scope
 from memvault import __version__
 from memvault.api import (
     routes_admin,
-    routes_webhooks,
     routes_amem,
     routes_audit,
     routes_batch,
@@ -23,6 +22,7 @@ from memvault.api import (
     routes_keys,
     routes_memories,
     routes_operator,
+    routes_webhooks,
 )
 from memvault.api.boundary import install_guard
 from memvault.api.errors import install_error_handlers

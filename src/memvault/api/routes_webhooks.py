@@ -21,14 +21,14 @@ def create_webhook(body: WebhookIn, admin: AdminDep, services: ServicesDep) -> W
     services.audit.record(
         tenant, admin.key_id, "webhook.created", webhook=webhook_id, events=len(body.events)
     )
-    listed = {w["id"]: w for w in services.webhooks.list(tenant)}[webhook_id]
+    listed = {w["id"]: w for w in services.webhooks.endpoints(tenant)}[webhook_id]
     return WebhookCreated(**listed, secret=secret)
 
 
 @router.get("/webhooks", dependencies=[Depends(only_query_params())])
 def list_webhooks(principal: AuditReaderDep, services: ServicesDep) -> dict[str, list[WebhookOut]]:
     """The tenant's endpoints (never their secrets)."""
-    found = services.webhooks.list(tenant_of(principal))
+    found = services.webhooks.endpoints(tenant_of(principal))
     return {"webhooks": [WebhookOut(**w) for w in found]}
 
 
@@ -59,9 +59,7 @@ def alerts(
     return {"alerts": services.alerts.list(tenant_of(principal), limit)}
 
 
-@router.post(
-    "/keys/{key_id}/resume", status_code=204, dependencies=[Depends(only_query_params())]
-)
+@router.post("/keys/{key_id}/resume", status_code=204, dependencies=[Depends(only_query_params())])
 def resume_key(key_id: str, admin: AdminDep, services: ServicesDep) -> Response:
     """Lift a read alert's suspension of a key; it authenticates again at once."""
     tenant = tenant_of(admin)

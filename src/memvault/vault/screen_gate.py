@@ -295,7 +295,9 @@ class ScreenGate:
             llm=data.get("llm") if data.get("llm") in ("off", "anthropic") else None,
             timezone=data.get("timezone") if isinstance(data.get("timezone"), str) else None,
             read_alerts=(
-                json.dumps(data["read_alerts"]) if isinstance(data.get("read_alerts"), dict) else None
+                json.dumps(data["read_alerts"])
+                if isinstance(data.get("read_alerts"), dict)
+                else None
             ),
         )
 

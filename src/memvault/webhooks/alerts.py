@@ -193,7 +193,11 @@ class ReadAlerts:
         session.topics.update(topics)
         fire = []
         limit = limits.get("records_per_session")
-        if limit is not None and session.records >= limit and "records_per_session" not in session.fired:
+        if (
+            limit is not None
+            and session.records >= limit
+            and "records_per_session" not in session.fired
+        ):
             session.fired.add("records_per_session")
             fire.append(("records_per_session", session.records, limit, list(session.note_ids)))
         limit = limits.get("new_topics_per_session")
@@ -237,9 +241,22 @@ class ReadAlerts:
             ):
                 return False
             session.fired.add("untrusted_after_read_seconds")
-            ids, count, elapsed = list(session.note_ids), session.records, int(now - session.last_read)
-        self._fire(tenant, key_id, session_id, "untrusted_after_read_seconds", count, limit, ids,
-                   policy, elapsed_seconds=elapsed)
+            ids, count, elapsed = (
+                list(session.note_ids),
+                session.records,
+                int(now - session.last_read),
+            )
+        self._fire(
+            tenant,
+            key_id,
+            session_id,
+            "untrusted_after_read_seconds",
+            count,
+            limit,
+            ids,
+            policy,
+            elapsed_seconds=elapsed,
+        )
         return True
 
     # firing ------------------------------------------------------------------------------------
@@ -258,7 +275,7 @@ class ReadAlerts:
         alert_id = uuid7()
         now = self._clock()
         suspended = policy.suspend_key
-        details = {
+        details: dict[str, Any] = {
             "count": count,
             "threshold": threshold,
             "in_session": session_id is not None,
@@ -294,8 +311,13 @@ class ReadAlerts:
             self._hooks.emit(
                 tenant,
                 "read.alert",
-                {"alert_id": alert_id, "key_id": key_id, "rule": rule, "note_ids": note_ids,
-                 **details},
+                {
+                    "alert_id": alert_id,
+                    "key_id": key_id,
+                    "rule": rule,
+                    "note_ids": note_ids,
+                    **details,
+                },
             )
         except Exception as exc:  # a lost alert is logged; the read it reports stands
             log.error("read alert %s not recorded (%s)", rule, type(exc).__name__)

@@ -62,7 +62,9 @@ class Deliverer:
     def start(self) -> None:
         """Start the background thread (once)."""
         if self._thread is None and self.poll > 0:
-            self._thread = threading.Thread(target=self._loop, name="memvault-webhooks", daemon=True)
+            self._thread = threading.Thread(
+                target=self._loop, name="memvault-webhooks", daemon=True
+            )
             self._thread.start()
 
     def stop(self) -> None:

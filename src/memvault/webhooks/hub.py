@@ -117,7 +117,7 @@ class Webhooks:
     def create(self, tenant: str, url: str, events: list[str]) -> tuple[str, str]:
         """Store an endpoint; returns (webhook id, secret). The secret is shown only here."""
         url, kinds = check_url(url), check_events(events)
-        if len(self.list(tenant)) >= MAX_WEBHOOKS:
+        if len(self.endpoints(tenant)) >= MAX_WEBHOOKS:
             raise InvalidRequest(f"a tenant has at most {MAX_WEBHOOKS} webhooks")
         webhook_id = secrets.token_hex(8)
         secret = "whsec_" + secrets.token_urlsafe(32)
@@ -136,7 +136,7 @@ class Webhooks:
         self.forget(tenant)
         return webhook_id, secret
 
-    def list(self, tenant: str) -> list[dict[str, Any]]:
+    def endpoints(self, tenant: str) -> list[dict[str, Any]]:
         """The tenant's endpoints (never their secrets)."""
         with self._db.session(tenant) as sess:
             rows = sess.scalars(
