@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 
 import httpx
-from sqlalchemy import select
+from sqlalchemy import delete, select
 
 from memvault.store.database import Database
 from memvault.store.models import WebhookDeliveryRow, WebhookRow
@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 
 BATCH = 8
 MAX_BACKOFF_SECONDS = 3600.0
+KEEP_FINISHED_SECONDS = 7 * 86_400.0
+"""Delivered and failed rows are deleted this long after they were created."""
 
 
 class Deliverer:
@@ -89,6 +91,8 @@ class Deliverer:
         delivered = 0
         with self._pass:
             for tenant in self._tenants():
+                if not self._hooks.has_endpoints(tenant):
+                    continue  # cached: a tenant without endpoints costs no query per pass
                 try:
                     delivered += self._tenant_pass(tenant)
                 except Exception as exc:
@@ -99,6 +103,13 @@ class Deliverer:
         now = self._clock()
         delivered = 0
         with self._db.session(tenant) as sess:
+            sess.execute(
+                delete(WebhookDeliveryRow).where(
+                    WebhookDeliveryRow.tenant_id == tenant,
+                    WebhookDeliveryRow.status.in_(("delivered", "failed")),
+                    WebhookDeliveryRow.created_at < now - KEEP_FINISHED_SECONDS,
+                )
+            )
             query = (
                 select(WebhookDeliveryRow)
                 .where(

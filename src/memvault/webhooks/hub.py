@@ -184,6 +184,10 @@ class Webhooks:
         with self._lock:
             self._cache.pop(tenant, None)
 
+    def has_endpoints(self, tenant: str) -> bool:
+        """Whether `tenant` has an endpoint (from the cache of `cache_seconds`)."""
+        return bool(self._subscriptions(tenant))
+
     def _subscriptions(self, tenant: str) -> dict[str, frozenset[str]]:
         now = time.monotonic()
         with self._lock:
