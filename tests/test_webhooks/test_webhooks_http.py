@@ -9,8 +9,9 @@ from collections.abc import Callable
 import pytest
 
 from memvault.client.webhooks import SignatureError, sign, verify
+from memvault.store.models import ReadAlertRow, WebhookDeliveryRow, WebhookRow
 from memvault.webhooks.delivery import Deliverer
-from tests.apiclient import Api
+from tests.apiclient import OPERATOR_KEY, Api
 from tests.test_webhooks.conftest import Opener, Receiver, drain, subscribe
 
 SECRET_TEXT = "Pelargonium Quixotic lives at 77 Zephyrine Boulevard"
@@ -190,3 +191,20 @@ def test_two_workers_never_deliver_one_event_twice(
     other.stop()
     ids = [r.headers["memvault-delivery"] for r in receiver.received]
     assert len(ids) == len(set(ids)) == 12
+
+
+def test_a_tenant_deletion_removes_its_endpoints_and_deliveries(
+    reopenable: Opener, receivers: Callable[..., Receiver]
+) -> None:
+    api = Api(reopenable())
+    receiver = receivers(fail_first=100)
+    subscribe(api, "t1", receiver.url)
+    api.add(api.agent_key("t1", "u1", "a1"), "A note whose event stays pending")
+    api.services.deliverer.run_once()
+    with api.services.db.session("t1") as sess:
+        assert sess.query(WebhookDeliveryRow).count() == 1
+    r = api.call("DELETE", "/v1/operator/tenants/t1", OPERATOR_KEY)
+    assert r.status_code == 200, r.text
+    with api.services.db.session("t1") as sess:
+        for model in (WebhookRow, WebhookDeliveryRow, ReadAlertRow):
+            assert sess.query(model).count() == 0

@@ -38,8 +38,11 @@ from memvault.store.models import (
     IdempotencyRow,
     LinkRow,
     NoteRow,
+    ReadAlertRow,
     RefusalRow,
     TenantRow,
+    WebhookDeliveryRow,
+    WebhookRow,
 )
 from memvault.store.scoping import OwnedBy, scoped_delete, scoped_select
 from memvault.store.vacuum import ERASE_TABLES, vacuum_tables
@@ -62,6 +65,9 @@ TENANT_ROW_MODELS = (
     AuditEventRow,
     IdempotencyRow,
     ErasureJobRow,
+    WebhookRow,
+    WebhookDeliveryRow,
+    ReadAlertRow,
 )
 """Every per-tenant table a tenant deletion empties (the `tenants` row goes last)."""
 
