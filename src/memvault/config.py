@@ -68,6 +68,12 @@ class Settings(BaseSettings):
     """How long a verified API key is trusted without a database read (`ApiKeys`). Unset:
     2 s on SQLite (this process is the only writer of key rows, and clears the cache on each
     change), 0 (off) on PostgreSQL, where another process may revoke a key."""
+    webhook_poll_seconds: float = Field(default=2.0, ge=0, le=3600)
+    """How often each worker posts due webhook deliveries (0: no delivery thread)."""
+    webhook_retry_seconds: float = Field(default=10.0, ge=0.01, le=3600)
+    """The first retry's delay of a failed webhook delivery; it doubles with each attempt."""
+    webhook_max_attempts: int = Field(default=8, ge=1, le=50)
+    """Attempts of one webhook delivery before it is marked `failed`."""
     audit_checkpoint_events: int = Field(default=1000, ge=1, le=1_000_000)
     """Sign a tenant's audit chain head into the keystore once this many events are unsigned."""
     audit_checkpoint_seconds: float = Field(default=60.0, ge=1, le=86_400)

@@ -40,6 +40,12 @@ class AuthenticationError(VaultError):
     code = "unauthorized"
 
 
+class KeySuspended(AuthenticationError):
+    """A key suspended by a read alert (`on_alert: suspend_key`), until an admin resumes it."""
+
+    code = "key_suspended"
+
+
 class Forbidden(VaultError):
     """The caller's role does not allow this endpoint."""
 

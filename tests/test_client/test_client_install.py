@@ -110,6 +110,7 @@ def test_the_client_and_receipt_checks_import_no_server_package(lean_python: Pat
             """
             import json, sys
             import memvault.client, memvault.client.models, memvault.compliance.verify
+            import memvault.client.webhooks
             print(json.dumps(sorted(sys.modules)))
             """,
         )
@@ -117,6 +118,7 @@ def test_the_client_and_receipt_checks_import_no_server_package(lean_python: Pat
     server = [m for m in loaded if m.partition(".")[0] in SERVER_MODULES]
     assert server == []
     assert "memvault.client" in loaded and "memvault.compliance.verify" in loaded
+    assert "memvault.client.webhooks" in loaded
 
 
 def test_the_console_script_asks_for_the_server_extra(lean_python: Path) -> None:

@@ -43,6 +43,7 @@ LAYERS: dict[str, int] = {
     # 4: the wings
     "amem": 4,
     "compliance": 4,
+    "webhooks": 4,  # signed webhooks: the outbox, its deliverer, read alerts
     "runtime": 4,  # the composition root: assembles the vault, its infrastructure and the eraser
     # 5: the surfaces
     "api": 5,

@@ -148,5 +148,13 @@ def relate(view: ScopedVault, newer_id: str, older_id: str, action: str) -> str 
     tenant, user = view.scope.tenant, view.scope.user
     with view.vault.parts.db.session(tenant) as sess:
         if typed and kind is not None:
-            return kind if put_relation(sess, tenant, user, newer.id, older.id, kind) else None
-        return "link" if put_link(sess, tenant, user, newer.id, older.id, None) else None
+            written = put_relation(sess, tenant, user, newer.id, older.id, kind)
+        else:
+            return "link" if put_link(sess, tenant, user, newer.id, older.id, None) else None
+    if not written:
+        return None
+    events = view.vault.parts.events
+    if kind == "supersedes" and events is not None:  # after the commit: ids only, never text
+        subject = {"user_id": user, "agent_id": view.scope.agent, "note_id": older.id}
+        events(tenant, "memory.superseded", subject, {"superseded_by": newer.id})
+    return kind

@@ -24,6 +24,7 @@ from memvault.api import (
     routes_memories,
     routes_operator,
     routes_sessions,
+    routes_webhooks,
 )
 from memvault.api.boundary import install_guard
 from memvault.api.errors import error_body, install_error_handlers
@@ -111,6 +112,7 @@ def create_app(services: Services, *, operator_key: str | None = None) -> FastAP
     app.include_router(routes_batch.router)
     app.include_router(routes_memories.router)
     app.include_router(routes_admin.router)
+    app.include_router(routes_webhooks.router)
     app.include_router(routes_audit.router)
     app.include_router(routes_dsar.router)
     app.include_router(routes_operator.router)

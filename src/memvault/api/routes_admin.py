@@ -5,7 +5,13 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Response
 
 from memvault.api.deps import AdminDep, AuditReaderDep, ServicesDep, only_query_params, tenant_of
-from memvault.api.schemas import IssuedKeyOut, IssueKey, ScreenPolicyIn, TtlDefaults
+from memvault.api.schemas import (
+    IssuedKeyOut,
+    IssueKey,
+    ReadAlertsPolicy,
+    ScreenPolicyIn,
+    TtlDefaults,
+)
 
 router = APIRouter(prefix="/v1/admin", tags=["admin"])
 
@@ -50,6 +56,7 @@ def set_policy(body: ScreenPolicyIn, admin: AdminDep, services: ServicesDep) -> 
     tenant = tenant_of(admin)
     services.tenants.set_policy(tenant, body.model_dump_json())
     services.gate.forget_policy(tenant)
+    services.alerts.forget(tenant)
     detail = body.model_dump(exclude={"ttl_days"})
     # The audit log holds integers, never floats: the defaults are recorded in whole seconds.
     detail["ttl_seconds"] = {
@@ -67,12 +74,23 @@ def get_policy(principal: AuditReaderDep, services: ServicesDep) -> ScreenPolicy
     ttl = TtlDefaults(**dict(stored.ttl_days))
     policy = stored.screen
     llm = stored.llm if stored.llm in ("off", "anthropic") else None
+    alerts = (
+        ReadAlertsPolicy.model_validate_json(stored.read_alerts)
+        if stored.read_alerts
+        else ReadAlertsPolicy()
+    )
     if policy is None:
-        return ScreenPolicyIn(ttl_days=ttl, llm=llm, timezone=stored.timezone)  # type: ignore[arg-type]
+        return ScreenPolicyIn(
+            ttl_days=ttl,
+            llm=llm,  # type: ignore[arg-type]
+            timezone=stored.timezone,
+            read_alerts=alerts,
+        )
     return ScreenPolicyIn(
         pii={k: v.value for k, v in policy.pii.items()},  # type: ignore[misc]
         allow_suspicious_shared=policy.allow_suspicious_shared,
         ttl_days=ttl,
         llm=llm,  # type: ignore[arg-type]
         timezone=stored.timezone,
+        read_alerts=alerts,
     )

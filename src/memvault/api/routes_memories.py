@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, Field
 
 from memvault.api.deps import (
@@ -18,6 +18,7 @@ from memvault.api.deps import (
 )
 from memvault.api.lanes import in_read_lane, in_write_pool
 from memvault.api.note_events import added_details, audit_note
+from memvault.api.read_alerts import observe_read
 from memvault.api.routes_sessions import SessionHeader, UntrustedDep, refuse_untrusted
 from memvault.api.schemas import (
     AddMemory,
@@ -60,6 +61,7 @@ def add_memory(
 @in_read_lane
 def search_memories(
     body: SearchMemories,
+    request: Request,
     vault: ScopedVaultDep,
     caller: AgentDep,
     services: ServicesDep,
@@ -78,6 +80,7 @@ def search_memories(
         include_history=body.include_history,
     )
     audit_note(services, caller, "note.searched", None, results=len(hits), limit=body.limit)
+    observe_read(services, caller, request, (h.note for h in hits))
     now = time.time()
     return SearchResponse(results=[SearchResult.of(h, now) for h in hits])
 
@@ -85,6 +88,7 @@ def search_memories(
 @router.get("", dependencies=[Depends(only_query_params("limit", "offset", "cursor"))])
 @in_read_lane
 def list_memories(
+    request: Request,
     vault: ScopedVaultDep,
     caller: AgentDep,
     services: ServicesDep,
@@ -114,6 +118,7 @@ def list_memories(
     on the last page)."""
     refuse_untrusted(marks, services, caller, x_session_id)
     page = vault.list_page(limit=limit, offset=offset, cursor=cursor)
+    observe_read(services, caller, request, page.notes)
     return NoteList(
         items=[NoteOut.of(n) for n in page.notes],
         total=page.total,
@@ -127,6 +132,7 @@ def list_memories(
 @in_read_lane
 def get_memory(
     note_id: str,
+    request: Request,
     vault: ScopedVaultDep,
     caller: AgentDep,
     services: ServicesDep,
@@ -135,7 +141,9 @@ def get_memory(
 ) -> NoteOut:
     """One memory; 404 for anything outside the caller's readable scopes."""
     refuse_untrusted(marks, services, caller, x_session_id)
-    return NoteOut.of(vault.get(note_id))
+    note = vault.get(note_id)
+    observe_read(services, caller, request, (note,))
+    return NoteOut.of(note)
 
 
 @router.patch("/{note_id}", dependencies=[Depends(only_query_params())])

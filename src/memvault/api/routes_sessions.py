@@ -98,6 +98,7 @@ def mark_untrusted(
         ttl_s=body.ttl_s,
         reason_tag=mark.reason_tag,
     )
+    services.alerts.note_session_marked(scope.tenant, caller.key_id, session_id)
     return MarkOut(session_id=session_id, untrusted=True, expires_at=mark.expires_at)
 
 

@@ -430,6 +430,17 @@ class TtlDefaults(Strict):
     knowledge: float | None = Field(default=None, gt=0, le=MAX_TTL_DAYS)
 
 
+class ReadAlertsPolicy(Strict):
+    """Read alert thresholds (null turns a rule off; an omitted rule keeps its default) and
+    what a firing alert does besides recording it (`suspend_key`: 401 until resumed)."""
+
+    records_per_key_per_minute: int | None = Field(default=500, ge=1, le=1_000_000)
+    records_per_session: int | None = Field(default=200, ge=1, le=1_000_000)
+    new_topics_per_session: int | None = Field(default=12, ge=1, le=10_000)
+    untrusted_after_read_seconds: int | None = Field(default=60, ge=1, le=86_400)
+    on_alert: Literal["record", "suspend_key"] = "record"
+
+
 class ScreenPolicyIn(Strict):
     """A tenant's policy: per PII type redact | refuse | allow, and default TTLs per note type.
 
@@ -453,6 +464,10 @@ class ScreenPolicyIn(Strict):
         max_length=64,
         pattern=r"^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,2}$",
         description="IANA timezone of the daily consolidation (default UTC).",
+    )
+    read_alerts: ReadAlertsPolicy = Field(
+        default_factory=ReadAlertsPolicy,
+        description="Read alert thresholds (docs/webhooks.md); each has a default.",
     )
 
     @field_validator("timezone")

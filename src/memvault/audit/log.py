@@ -121,6 +121,10 @@ class _Burst:
     keys: set[str] = field(default_factory=set)
 
 
+def _ignore(*_args: object) -> None:
+    return None
+
+
 class AuditLog:
     """Appends events chained per tenant; reads them back in the export format."""
 
@@ -143,6 +147,10 @@ class AuditLog:
         self._bursts_guard = threading.Lock()
         self.on_appended: Callable[[str, int], None] | None = None
         """Told `(tenant, seq)` after each committed append (the checkpointer marks the tenant)."""
+        self.on_recorded: Callable[[str, str, str, Mapping[str, Any], Mapping[str, Any]], None]
+        self.on_recorded = _ignore
+        """Told `(tenant, actor, action, subject, details)` after an event committed, with the
+        subject's ids as given (before pseudonyms): the webhook outbox. Must not raise."""
 
     # writing -----------------------------------------------------------------------------------
     def record(
@@ -168,7 +176,9 @@ class AuditLog:
             check_detail(name, value)  # `_append` writes them canonically, before any SQL
         if not SAFE_STRING.fullmatch(actor) or not SAFE_STRING.fullmatch(action):
             raise InvalidRequest("audit actor and action must be ids or names")
-        return self._append(tenant, actor[:64], action[:64], clean_subject, details)
+        event = self._append(tenant, actor[:64], action[:64], clean_subject, details)
+        self.on_recorded(tenant, actor, action, merged, details)
+        return event
 
     def record_many(
         self,
@@ -191,6 +201,8 @@ class AuditLog:
         if not pending:
             return []
         appended: list[dict[str, Any]] = self._batcher(tenant).submit(pending)
+        for subject, details in events:
+            self.on_recorded(tenant, actor, action, subject, details)
         return appended
 
     def _subject(self, tenant: str, subject: Mapping[str, str | None]) -> dict[str, str | None]:

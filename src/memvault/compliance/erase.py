@@ -39,9 +39,12 @@ from memvault.store.models import (
     IdempotencyRow,
     LinkRow,
     NoteRow,
+    ReadAlertRow,
     RefusalRow,
     TenantRow,
     UntrustedSessionRow,
+    WebhookDeliveryRow,
+    WebhookRow,
 )
 from memvault.store.scoping import OwnedBy, scoped_delete, scoped_select
 from memvault.store.vacuum import ERASE_TABLES, vacuum_tables
@@ -65,6 +68,9 @@ TENANT_ROW_MODELS = (
     IdempotencyRow,
     ErasureJobRow,
     UntrustedSessionRow,
+    WebhookRow,
+    WebhookDeliveryRow,
+    ReadAlertRow,
 )
 """Every per-tenant table a tenant deletion empties (the `tenants` row goes last)."""
 

@@ -332,6 +332,19 @@ class ErasureJobs:
             row.step, row.state, row.receipt_ct = "sign", DONE, sealed
             row.updated_at = self._clock()
         self._services.db.checkpoint()
+        events = self._services.vault.parts.events
+        if events is not None:  # the receipt's id and figures; the subject as pseudonyms
+            body = receipt["receipt"]
+            events(
+                tenant,
+                "scope.erased",
+                dict(body["subject"]),
+                {
+                    "receipt_id": body["id"],
+                    "verified": bool(body["verified"]),
+                    "keys_destroyed": int(body["keys_destroyed"]),
+                },
+            )
 
     @property
     def services(self) -> Services:

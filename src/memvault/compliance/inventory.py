@@ -222,6 +222,20 @@ STORES: tuple[Store, ...] = (
         ),
     ),
     Store(
+        "webhooks",
+        "webhook endpoints: URLs, subscribed event types, signing secrets sealed under the "
+        "tenant key (no memory)",
+        NOT_PERSONAL,
+        tables=("webhooks",),
+    ),
+    Store(
+        "webhook_events",
+        "webhook deliveries and read alerts: note, key and receipt ids, counts, users and "
+        "agents as keyed pseudonyms, never text; finished deliveries are deleted after 7 days",
+        RETAINED,
+        tables=("webhook_deliveries", "read_alerts"),
+    ),
+    Store(
         "console_sessions",
         "console sign-in sessions: the SHA-256 of each session token and the session sealed under "
         "the token (no memory; a session ends at sign-out, when its key is revoked, or in 8 h)",

@@ -13,7 +13,13 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from memvault.console import auth_pages, compliance_pages, operator_pages, tenant_pages
+from memvault.console import (
+    alert_pages,
+    auth_pages,
+    compliance_pages,
+    operator_pages,
+    tenant_pages,
+)
 from memvault.console.session_store import DatabaseSessionStore
 from memvault.console.web import (
     PREFIX,
@@ -30,7 +36,7 @@ __all__ = ["install_console"]
 def install_console(app: FastAPI) -> None:
     """Add the console's routes, its sessions (in the app's database) and its error pages."""
     app.state.console = console = make_console(DatabaseSessionStore(app.state.services.db))
-    for module in (auth_pages, tenant_pages, compliance_pages, operator_pages):
+    for module in (auth_pages, tenant_pages, compliance_pages, alert_pages, operator_pages):
         app.include_router(module.router)
 
     @app.exception_handler(SignInRequired)

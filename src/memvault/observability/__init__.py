@@ -43,6 +43,7 @@ from memvault.observability._metrics import (
     count_group_commit,
     count_judge_fallback,
     count_query_batch,
+    count_read_alert,
     count_refusal,
     count_repairs,
 )
@@ -79,6 +80,7 @@ __all__ = [
     "count_group_commit",
     "count_judge_fallback",
     "count_query_batch",
+    "count_read_alert",
     "count_refusal",
     "count_repairs",
     "current_request",

@@ -79,6 +79,13 @@ REFUSALS = Counter(
     registry=REGISTRY,
 )
 
+READ_ALERTS = Counter(
+    "memvault_read_alerts",
+    "Read alerts fired, by rule (issue 32: unusual memory reads)",
+    ["rule"],
+    registry=REGISTRY,
+)
+
 JUDGE_FALLBACKS = Counter(
     "memvault_judge_fallbacks",
     "LLM judge calls answered by the heuristic fallback instead, by judge and reason",
@@ -140,6 +147,11 @@ def label_name(value: str, limit: int = 64) -> str:
 def count_refusal(detector: str) -> None:
     """Count a write refused by `detector` (a detector name, never the refused value)."""
     REFUSALS.labels(label_name(detector)).inc()
+
+
+def count_read_alert(rule: str) -> None:
+    """One read alert fired under `rule`."""
+    READ_ALERTS.labels(label_name(rule)).inc()
 
 
 def count_judge_fallback(judge: str, reason: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -35,6 +36,9 @@ from memvault.vault.reindex import reindex_sweeper
 from memvault.vault.screen_gate import ScreenGate
 from memvault.vault.service import Vault, VaultParts
 from memvault.vault.shared_guard import SharedScopeGuard
+from memvault.webhooks.alerts import ReadAlerts
+from memvault.webhooks.delivery import Deliverer
+from memvault.webhooks.hub import Webhooks
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +66,9 @@ class Services:
     eraser: Eraser
     reconciler: Reconciler
     gate: ScreenGate
+    webhooks: Webhooks
+    deliverer: Deliverer
+    alerts: ReadAlerts
     closed: bool = field(default=False)
     data_dir_lock: DataDirLock | None = field(default=None)
     maintenance: Maintenance | None = field(default=None)
@@ -83,6 +90,7 @@ class Services:
             for sweeper in self.sweepers:
                 self.maintenance.add_sweeper(sweeper)
         report = self.maintenance.start()
+        self.deliverer.start()  # posts what an earlier run left pending, then every poll
         from memvault.runtime.upgrades import restore_absorbed
 
         restore_absorbed(self.vault, self.tenants.all())
@@ -99,6 +107,7 @@ class Services:
                 log.warning("a service did not stop cleanly: %s", type(exc).__name__)
         if self.maintenance is not None:
             self.maintenance.stop()
+        self.deliverer.stop()
         try:
             try:  # open 401/403 burst windows are written, not lost
                 self.audit.flush_bursts(force=True)
@@ -252,6 +261,22 @@ def _open_parts(
     audit.on_appended = checkpointer.appended
     gate.audit = audit
     keys = ApiKeys(db, clock, ring, cache_seconds=settings.resolved_key_cache_seconds())
+    webhooks = Webhooks(db, ring, clock)
+    audit.on_recorded = webhooks.on_audit
+    parts.events = webhooks.publish
+    deliverer = Deliverer(
+        db,
+        webhooks,
+        db.tenant_ids,
+        clock,
+        poll=settings.webhook_poll_seconds,
+        retry_base=settings.webhook_retry_seconds,
+        max_attempts=settings.webhook_max_attempts,
+    )
+    alerts = ReadAlerts(
+        db, audit, webhooks, lambda t: _read_alerts_policy(gate, t), keys.suspend, clock
+    )
+    deliverer.on_pass.append(alerts.refresh)
     services = Services(
         settings=settings,
         db=db,
@@ -265,9 +290,18 @@ def _open_parts(
         eraser=Eraser(vault, keys),
         reconciler=Reconciler(vault),
         gate=gate,
+        webhooks=webhooks,
+        deliverer=deliverer,
+        alerts=alerts,
         data_dir_lock=lock,
         embedder_process=process_model,
         sweepers=[idempotency_sweeper(db, clock), audit.flush_bursts, reindex_sweeper(vault)],
     )
     services.on_close[:0] = releases  # `close` stops `on_close` in reverse: these go last
     return services
+
+
+def _read_alerts_policy(gate: ScreenGate, tenant: str) -> dict[str, object] | None:
+    """The tenant's stored `read_alerts` object (None: the defaults)."""
+    raw = gate.tenant_policy(tenant).read_alerts
+    return None if raw is None else dict(json.loads(raw))

@@ -164,6 +164,8 @@ class ApiKeyRow(Base):
     role: Mapped[str] = mapped_column(String(32))
     created_at: Mapped[float] = mapped_column(Float)
     revoked_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    suspended_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    """Set by a read alert with `on_alert: suspend_key`; the key answers 401 until resumed."""
 
 
 class AuditEventRow(Base):
@@ -327,6 +329,54 @@ class UntrustedSessionRow(Base):
     expires_at: Mapped[float] = mapped_column(Float)
 
     __table_args__ = (Index("ix_untrusted_sessions_expires", "tenant_id", "expires_at"),)
+
+
+class WebhookRow(Base):
+    """A tenant's webhook endpoint: URL, subscribed event types (JSON list), and its signing
+    secret sealed under the tenant key (`Keyring.seal_record`), never in clear."""
+
+    __tablename__ = "webhooks"
+
+    tenant_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    webhook_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    url: Mapped[str] = mapped_column(String(2048))
+    events: Mapped[str] = mapped_column(Text)
+    secret_ct: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[float] = mapped_column(Float)
+
+
+class WebhookDeliveryRow(Base):
+    """One event for one endpoint (the outbox): pending until a 2xx answer, retried with
+    backoff, `failed` after the last attempt. `body` holds ids and event types, never text."""
+
+    __tablename__ = "webhook_deliveries"
+
+    tenant_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    delivery_id: Mapped[str] = mapped_column(UUID_LEN, primary_key=True)
+    webhook_id: Mapped[str] = mapped_column(String(32))
+    event_type: Mapped[str] = mapped_column(String(64))
+    body: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(16))  # pending | delivered | failed
+    attempts: Mapped[int] = mapped_column(Integer)
+    next_at: Mapped[float] = mapped_column(Float)
+    last_status: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    created_at: Mapped[float] = mapped_column(Float)
+    delivered_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+    __table_args__ = (Index("ix_webhook_deliveries_due", "tenant_id", "status", "next_at"),)
+
+
+class ReadAlertRow(Base):
+    """A read alert that fired: key id, rule, counts and note ids (JSON), never text."""
+
+    __tablename__ = "read_alerts"
+
+    tenant_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    alert_id: Mapped[str] = mapped_column(UUID_LEN, primary_key=True)
+    at: Mapped[float] = mapped_column(Float)
+    key_id: Mapped[str] = mapped_column(String(32))
+    rule: Mapped[str] = mapped_column(String(64))
+    details: Mapped[str] = mapped_column(Text)
 
 
 OPERATOR_TABLES = ("tenants", "tenant_deletions", "deployment_identity", "console_sessions")

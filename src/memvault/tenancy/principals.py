@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, cast
 from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.orm import Session
 
-from memvault.errors import AuthenticationError, InvalidRequest, NotFound
+from memvault.errors import AuthenticationError, InvalidRequest, KeySuspended, NotFound
 from memvault.scope import SHARED_AGENT, Scope, validate_id, validate_new_id
 from memvault.store.database import Database
 from memvault.store.driver_sql import DriverStatement
@@ -160,6 +160,24 @@ class ApiKeys:
             if result.rowcount == 0:  # type: ignore[attr-defined]
                 raise NotFound("no such key")
 
+    def suspend(self, tenant: str, key_id: str, *, suspended: bool = True) -> None:
+        """Suspend a live key (a read alert), or resume it; NotFound for an unknown key.
+
+        Checked in the same key lookup as revocation, so every worker refuses a suspended key
+        once its verified-key cache (`cache_seconds`) lapses; this process's at once."""
+        with self._changing(tenant) as sess:
+            result = sess.execute(
+                update(ApiKeyRow)
+                .where(
+                    ApiKeyRow.tenant_id == tenant,
+                    ApiKeyRow.key_id == key_id,
+                    ApiKeyRow.revoked_at.is_(None),
+                )
+                .values(suspended_at=self._clock() if suspended else None)
+            )
+            if result.rowcount == 0:  # type: ignore[attr-defined]
+                raise NotFound("no such key")
+
     @contextmanager
     def _changing(self, tenant: str) -> Iterator[Session]:
         """A transaction that changes key rows. The verified-key cache is cleared when it
@@ -213,6 +231,8 @@ class ApiKeys:
         matches = hmac.compare_digest(expected, computed or _NO_MATCH) and bool(computed)
         if row is None or not matches or row[1] is not None:
             raise AuthenticationError("invalid or revoked api key")
+        if row[5] is not None:
+            raise KeySuspended("this key is suspended by a read alert until an admin resumes it")
         principal = Principal(tenant, str(row[2]), str(row[3]), cast(Role, row[4]), key_id)
         self.verified.put(tenant, key_id, digest, principal, generation)
         return principal
@@ -262,6 +282,7 @@ _KEY_BY_ID = DriverStatement(
         ApiKeyRow.user_id,
         ApiKeyRow.agent_id,
         ApiKeyRow.role,
+        ApiKeyRow.suspended_at,
     ).where(ApiKeyRow.tenant_id == bindparam("tenant_id"), ApiKeyRow.key_id == bindparam("key_id")),
     "select",
 )

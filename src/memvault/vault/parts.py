@@ -36,6 +36,11 @@ __all__ = ["FaultHook", "VaultCore", "VaultParts"]
 FaultHook = Callable[[str], None]
 
 
+EventSink = Callable[[str, str, Mapping[str, Any], Mapping[str, Any]], None]
+"""`(tenant, event type, subject ids, details)`: a memory event for the tenant's webhooks.
+Must not raise."""
+
+
 @dataclass
 class VaultParts:
     """Everything a vault is built from (constructor injection; fakes only in tests)."""
@@ -50,6 +55,8 @@ class VaultParts:
     guard: ScopeGuard = field(default_factory=ScopeGuard)
     hooks: NoteHooks | None = None
     """What a layer above the vault (A-MEM) adds to writes; None: plain notes."""
+    events: EventSink | None = None
+    """Where a layer above reports memory events (the webhook outbox's `publish`); None: off."""
     corpus: CorpusStats = field(init=False)
 
     def __post_init__(self) -> None:

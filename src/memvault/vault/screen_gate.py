@@ -104,6 +104,8 @@ class TenantPolicy:
     deployment's setting (`MEMVAULT_LLM`)."""
     timezone: str | None = None
     """IANA timezone of the tenant's daily consolidation (None: UTC)."""
+    read_alerts: str | None = None
+    """The tenant's `read_alerts` thresholds as stored (JSON object), None for the defaults."""
 
     def ttl_for(self, note_type: str) -> float | None:
         """The default TTL in days of `note_type` (None: notes of that type do not expire)."""
@@ -292,6 +294,11 @@ class ScreenGate:
             ttl_days=tuple((kind, check_ttl(ttl.get(kind))) for kind in NOTE_TYPES),
             llm=data.get("llm") if data.get("llm") in ("off", "anthropic") else None,
             timezone=data.get("timezone") if isinstance(data.get("timezone"), str) else None,
+            read_alerts=(
+                json.dumps(data["read_alerts"])
+                if isinstance(data.get("read_alerts"), dict)
+                else None
+            ),
         )
 
     def refusal_counts(self, tenant: str) -> dict[str, int]:
