@@ -168,3 +168,22 @@ def test_the_policy_round_trips_and_refuses_bad_thresholds(reopenable: Opener) -
     for bad in ({"records_per_session": 0}, {"on_alert": "explode"}, {"nope": 1}):
         r = api.call("PUT", "/v1/admin/policy", api.tenant("t1"), json={"read_alerts": bad})
         assert r.status_code == 422
+
+
+def test_the_mark_route_raises_the_untrusted_after_read_alert(reopenable: Opener) -> None:
+    """The worked example of docs/exfiltration.md over HTTP: a read in session turn-42, then the
+    runtime marks turn-42 untrusted; the read is refused with 423 and the admin sees the alert."""
+    api = Api(reopenable())
+    key = api.agent_key("t1", "u1", "a1")
+    note = api.add(key, NOTE_TEXT)
+    r = api.call("GET", f"/v1/memories/{note['id']}", key, headers={"X-Session-Id": "turn-42"})
+    assert r.status_code == 200
+    assert _alerts(api, "t1") == []
+    r = api.call(
+        "POST", "/v1/sessions/turn-42/untrusted", key, json={"reason": "web page", "ttl_s": 300}
+    )
+    assert r.status_code == 200, r.text
+    [alert] = _alerts(api, "t1")
+    assert alert["rule"] == "untrusted_after_read_seconds" and alert["note_ids"] == [note["id"]]
+    r = api.call("GET", f"/v1/memories/{note['id']}", key, headers={"X-Session-Id": "turn-42"})
+    assert r.status_code == 423 and NOTE_TEXT not in r.text
