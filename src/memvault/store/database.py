@@ -50,6 +50,7 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 APP_ROLE = "memvault_app"
 # Lists tenant ids across tenants (SECURITY DEFINER, owned by the owner; migration 0004).
 TENANT_IDS_FUNCTION = "memvault_tenant_ids"
+MARKED_TENANTS_FUNCTION = "memvault_marked_tenants"
 _ROLE_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _UPGRADE_LOCK = 0x6D76_6462  # pg_advisory_xact_lock key: one `db upgrade` at a time per cluster
 
@@ -337,6 +338,7 @@ def _grant_app_role(conn: Connection, role: str) -> None:
         f"GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO {r}",
         f"ALTER DEFAULT PRIVILEGES IN SCHEMA {s} GRANT USAGE, SELECT ON SEQUENCES TO {r}",
         f"GRANT EXECUTE ON FUNCTION {s}.{TENANT_IDS_FUNCTION}() TO {r}",
+        f"GRANT EXECUTE ON FUNCTION {s}.{MARKED_TENANTS_FUNCTION}() TO {r}",
         *operator_table_statements(s, r),  # tenant_deletions: the least a deletion needs
     ):
         conn.execute(text(statement))

@@ -1,0 +1,71 @@
+"""`index_marks`: the durable dirty set of the reconciler (one row per touched partition).
+
+A write that could leave something to repair (an add's vector before its row, an update's staged
+version) first commits a mark `(tenant_id, user_key, touched_at)`; the reconciler visits only
+marked partitions, so a pass costs what changed, not how many users exist. Existing tenants get a
+`*` mark (check the whole tenant once), since their writes before this revision left no marks.
+On PostgreSQL the table is under row-level security like every tenant table, and
+`memvault_marked_tenants()` (SECURITY DEFINER, owned by the migrating role) lists the tenants
+with a mark and nothing else.
+
+Revision ID: 0016
+Revises: 0011
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+from memvault.store.migrations._ddl import create_scoped_table, on_postgres, protect, scalar
+
+revision = "0016"
+down_revision = "0011"
+branch_labels = None
+depends_on = None
+
+FUNCTION = "memvault_marked_tenants"
+
+
+def upgrade() -> None:
+    create_scoped_table(
+        "index_marks",
+        sa.Column("user_key", sa.String(length=128), nullable=False),
+        sa.Column("touched_at", sa.Float(), nullable=False),
+        key=("user_key",),
+    )
+    if on_postgres():
+        op.execute(
+            "INSERT INTO index_marks (tenant_id, user_key, touched_at) "
+            "SELECT tenant_id, '*', 0 FROM tenants"
+        )
+        schema, owner = (
+            _quote(scalar("SELECT current_schema()")),
+            _quote(scalar("SELECT current_user")),
+        )
+        protect("index_marks")
+        op.execute(
+            f"CREATE POLICY marked_tenants_definer ON index_marks FOR SELECT TO {owner} USING (true)"
+        )
+        op.execute(
+            f"CREATE FUNCTION {schema}.{FUNCTION}() RETURNS TABLE (tenant_id varchar) "
+            "LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp "
+            f"AS $$ SELECT DISTINCT m.tenant_id FROM {schema}.index_marks AS m "
+            "ORDER BY m.tenant_id $$"
+        )
+        op.execute(f"REVOKE ALL ON FUNCTION {schema}.{FUNCTION}() FROM PUBLIC")
+    else:
+        op.execute(
+            "INSERT INTO index_marks (tenant_id, user_key, touched_at) "
+            "SELECT tenant_id, '*', 0 FROM tenants"
+        )
+
+
+def downgrade() -> None:
+    if on_postgres():
+        op.execute(f"DROP FUNCTION IF EXISTS {FUNCTION}()")
+    op.drop_table("index_marks")
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
