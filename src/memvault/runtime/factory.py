@@ -220,7 +220,13 @@ def _open_parts(
         model = make_embedder(
             settings.embedder, data_dir=settings.data_dir, threads=settings.embed_threads
         )
-    vectors = index or open_index(settings.data_dir, model.dimension, settings.qdrant_url)
+    vectors = index or open_index(
+        settings.data_dir,
+        model.dimension,
+        settings.qdrant_url,
+        max_open=settings.index_max_open,
+        memory_budget_mib=settings.index_memory_budget_mb,
+    )
     if index is None:
         opened.append(vectors.close)
     clock = time.time

@@ -34,31 +34,25 @@ def upgrade() -> None:
         sa.Column("touched_at", sa.Float(), nullable=False),
         key=("user_key",),
     )
-    if on_postgres():
-        op.execute(
-            "INSERT INTO index_marks (tenant_id, user_key, touched_at) "
-            "SELECT tenant_id, '*', 0 FROM tenants"
-        )
-        schema, owner = (
-            _quote(scalar("SELECT current_schema()")),
-            _quote(scalar("SELECT current_user")),
-        )
-        protect("index_marks")
-        op.execute(
-            f"CREATE POLICY marked_tenants_definer ON index_marks FOR SELECT TO {owner} USING (true)"
-        )
-        op.execute(
-            f"CREATE FUNCTION {schema}.{FUNCTION}() RETURNS TABLE (tenant_id varchar) "
-            "LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp "
-            f"AS $$ SELECT DISTINCT m.tenant_id FROM {schema}.index_marks AS m "
-            "ORDER BY m.tenant_id $$"
-        )
-        op.execute(f"REVOKE ALL ON FUNCTION {schema}.{FUNCTION}() FROM PUBLIC")
-    else:
-        op.execute(
-            "INSERT INTO index_marks (tenant_id, user_key, touched_at) "
-            "SELECT tenant_id, '*', 0 FROM tenants"
-        )
+    op.execute(  # writes before this revision left no marks: check each tenant once
+        "INSERT INTO index_marks (tenant_id, user_key, touched_at) "
+        "SELECT tenant_id, '*', 0 FROM tenants"
+    )
+    if not on_postgres():
+        return
+    schema = _quote(scalar("SELECT current_schema()"))
+    owner = _quote(scalar("SELECT current_user"))
+    protect("index_marks")
+    op.execute(
+        f"CREATE POLICY marked_tenants_definer ON index_marks FOR SELECT TO {owner} USING (true)"
+    )
+    op.execute(
+        f"CREATE FUNCTION {schema}.{FUNCTION}() RETURNS TABLE (tenant_id varchar) "
+        "LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp "
+        f"AS $$ SELECT DISTINCT m.tenant_id FROM {schema}.index_marks AS m "
+        "ORDER BY m.tenant_id $$"
+    )
+    op.execute(f"REVOKE ALL ON FUNCTION {schema}.{FUNCTION}() FROM PUBLIC")
 
 
 def downgrade() -> None:
