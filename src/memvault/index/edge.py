@@ -214,8 +214,9 @@ class EdgeIndex(EdgeReads):
 
         self._each(namespace, None, op, "payload update")
 
-    def delete(self, namespace: str, ids: Sequence[str]) -> None:
-        """Delete points by id; unknown ids and namespaces are ignored.
+    def delete(self, namespace: str, ids: Sequence[str], *, user_id: str | None = None) -> None:
+        """Delete points by id; unknown ids and namespaces are ignored. With `user_id`, only
+        that user's partition is visited.
 
         The delete is logical: each partition that held one of the points is first marked dirty
         (fsynced), so `compact` rebuilds it even after a crash.
@@ -231,7 +232,9 @@ class EdgeIndex(EdgeReads):
                 mark_dirty(self._shards.part_path(key))
                 shard.update(UpdateOperation.delete_points(existing))
 
-        self._each(namespace, None, op, "delete")
+        self._each(
+            namespace, None if user_id is None else PointFilter(user_id=user_id), op, "delete"
+        )
 
     def delete_where(self, namespace: str, where: PointFilter) -> None:
         """Delete every point matching `where` (all points for an empty filter).

@@ -277,9 +277,9 @@ class Reconciler:
             return 0
         orphan_ids = [
             hit.id
-            for hit in self._parts.index.retrieve(namespace, candidates)
+            for hit in self._parts.index.retrieve(namespace, candidates, user_id=where.user_id)
             if float(hit.payload.get("created_at", 0)) <= cutoff
         ]
         if orphan_ids:
-            self._parts.index.delete(namespace, orphan_ids)
+            self._parts.index.delete(namespace, orphan_ids, user_id=where.user_id)
         return len(orphan_ids)
