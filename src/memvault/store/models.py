@@ -90,6 +90,12 @@ class NoteRow(Base):
             postgresql_where=text("status = 'pending'"),
         ),
         Index(
+            "ix_notes_expiry",
+            "expires_at",
+            sqlite_where=text("expires_at IS NOT NULL"),
+            postgresql_where=text("expires_at IS NOT NULL"),
+        ),
+        Index(
             "ix_notes_next",
             "tenant_id",
             "next_at",

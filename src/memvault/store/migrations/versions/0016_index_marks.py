@@ -6,7 +6,8 @@ marked partitions, so a pass costs what changed, not how many users exist. Exist
 `*` mark (check the whole tenant once), since their writes before this revision left no marks.
 On PostgreSQL the table is under row-level security like every tenant table, and
 `memvault_marked_tenants()` (SECURITY DEFINER, owned by the migrating role) lists the tenants
-with a mark and nothing else.
+with a mark and nothing else. The retention sweep likewise asks `memvault_expired_tenants(now)`
+which tenants have a note past its expiry (index `ix_notes_expiry`), instead of every tenant.
 
 Revision ID: 0016
 Revises: 0011
@@ -25,6 +26,7 @@ branch_labels = None
 depends_on = None
 
 FUNCTION = "memvault_marked_tenants"
+EXPIRED_FUNCTION = "memvault_expired_tenants"
 
 
 def upgrade() -> None:
@@ -33,6 +35,13 @@ def upgrade() -> None:
         sa.Column("user_key", sa.String(length=128), nullable=False),
         sa.Column("touched_at", sa.Float(), nullable=False),
         key=("user_key",),
+    )
+    op.create_index(  # the retention sweep asks which tenants have an expired note
+        "ix_notes_expiry",
+        "notes",
+        ["expires_at"],
+        sqlite_where=sa.text("expires_at IS NOT NULL"),
+        postgresql_where=sa.text("expires_at IS NOT NULL"),
     )
     op.execute(  # writes before this revision left no marks: check each tenant once
         "INSERT INTO index_marks (tenant_id, user_key, touched_at) "
@@ -53,11 +62,21 @@ def upgrade() -> None:
         "ORDER BY m.tenant_id $$"
     )
     op.execute(f"REVOKE ALL ON FUNCTION {schema}.{FUNCTION}() FROM PUBLIC")
+    op.execute(
+        f"CREATE FUNCTION {schema}.{EXPIRED_FUNCTION}(now double precision) "
+        "RETURNS TABLE (tenant_id varchar) "
+        "LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp "
+        f"AS $$ SELECT DISTINCT n.tenant_id FROM {schema}.notes AS n "
+        "WHERE n.expires_at IS NOT NULL AND n.expires_at <= now ORDER BY n.tenant_id $$"
+    )
+    op.execute(f"REVOKE ALL ON FUNCTION {schema}.{EXPIRED_FUNCTION}(double precision) FROM PUBLIC")
 
 
 def downgrade() -> None:
     if on_postgres():
         op.execute(f"DROP FUNCTION IF EXISTS {FUNCTION}()")
+        op.execute(f"DROP FUNCTION IF EXISTS {EXPIRED_FUNCTION}(double precision)")
+    op.drop_index("ix_notes_expiry", table_name="notes")
     op.drop_table("index_marks")
 
 
