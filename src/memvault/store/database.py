@@ -52,6 +52,7 @@ APP_ROLE = "memvault_app"
 TENANT_IDS_FUNCTION = "memvault_tenant_ids"
 MARKED_TENANTS_FUNCTION = "memvault_marked_tenants"
 EXPIRED_TENANTS_FUNCTION = "memvault_expired_tenants"
+ERASING_TENANTS_FUNCTION = "memvault_erasing_tenants"
 _ROLE_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _UPGRADE_LOCK = 0x6D76_6462  # pg_advisory_xact_lock key: one `db upgrade` at a time per cluster
 
@@ -203,6 +204,18 @@ class Database:
                     .distinct()
                 ).scalars()
             return sorted(str(t) for t in ids)
+
+    def erasing_tenant_ids(self) -> list[str]:
+        """Tenants with a `running` erase job (the stalled-erase sweep's candidates; on
+        PostgreSQL through `memvault_erasing_tenants`, like `tenant_ids`)."""
+        with self.session(None) as sess:
+            if self.is_postgres:
+                query = text(f"SELECT tenant_id FROM {ERASING_TENANTS_FUNCTION}()")
+                return sorted(str(t) for t in sess.execute(query).scalars())
+            rows = sess.execute(
+                text("SELECT DISTINCT tenant_id FROM erasure_jobs WHERE state = 'running'")
+            )
+            return sorted(str(t) for t in rows.scalars())
 
     def checkpoint(self, attempts: int = CHECKPOINT_ATTEMPTS) -> bool:
         """SQLite: checkpoint the WAL into the database file and truncate it; True when done.
@@ -356,6 +369,7 @@ def _grant_app_role(conn: Connection, role: str) -> None:
         f"GRANT EXECUTE ON FUNCTION {s}.{TENANT_IDS_FUNCTION}() TO {r}",
         f"GRANT EXECUTE ON FUNCTION {s}.{MARKED_TENANTS_FUNCTION}() TO {r}",
         f"GRANT EXECUTE ON FUNCTION {s}.{EXPIRED_TENANTS_FUNCTION}(double precision) TO {r}",
+        f"GRANT EXECUTE ON FUNCTION {s}.{ERASING_TENANTS_FUNCTION}() TO {r}",
         *operator_table_statements(s, r),  # tenant_deletions: the least a deletion needs
     ):
         conn.execute(text(statement))

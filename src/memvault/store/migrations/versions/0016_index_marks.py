@@ -27,6 +27,7 @@ depends_on = None
 
 FUNCTION = "memvault_marked_tenants"
 EXPIRED_FUNCTION = "memvault_expired_tenants"
+ERASING_FUNCTION = "memvault_erasing_tenants"
 
 
 def upgrade() -> None:
@@ -70,12 +71,20 @@ def upgrade() -> None:
         "WHERE n.expires_at IS NOT NULL AND n.expires_at <= now ORDER BY n.tenant_id $$"
     )
     op.execute(f"REVOKE ALL ON FUNCTION {schema}.{EXPIRED_FUNCTION}(double precision) FROM PUBLIC")
+    op.execute(
+        f"CREATE FUNCTION {schema}.{ERASING_FUNCTION}() RETURNS TABLE (tenant_id varchar) "
+        "LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp "
+        f"AS $$ SELECT DISTINCT j.tenant_id FROM {schema}.erasure_jobs AS j "
+        "WHERE j.state = 'running' ORDER BY j.tenant_id $$"
+    )
+    op.execute(f"REVOKE ALL ON FUNCTION {schema}.{ERASING_FUNCTION}() FROM PUBLIC")
 
 
 def downgrade() -> None:
     if on_postgres():
         op.execute(f"DROP FUNCTION IF EXISTS {FUNCTION}()")
         op.execute(f"DROP FUNCTION IF EXISTS {EXPIRED_FUNCTION}(double precision)")
+        op.execute(f"DROP FUNCTION IF EXISTS {ERASING_FUNCTION}()")
     op.drop_index("ix_notes_expiry", table_name="notes")
     op.drop_table("index_marks")
 
