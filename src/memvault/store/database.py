@@ -53,6 +53,7 @@ TENANT_IDS_FUNCTION = "memvault_tenant_ids"
 MARKED_TENANTS_FUNCTION = "memvault_marked_tenants"
 EXPIRED_TENANTS_FUNCTION = "memvault_expired_tenants"
 ERASING_TENANTS_FUNCTION = "memvault_erasing_tenants"
+REPLAY_EXPIRED_FUNCTION = "memvault_replay_expired_tenants"
 _ROLE_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _UPGRADE_LOCK = 0x6D76_6462  # pg_advisory_xact_lock key: one `db upgrade` at a time per cluster
 
@@ -370,6 +371,7 @@ def _grant_app_role(conn: Connection, role: str) -> None:
         f"GRANT EXECUTE ON FUNCTION {s}.{MARKED_TENANTS_FUNCTION}() TO {r}",
         f"GRANT EXECUTE ON FUNCTION {s}.{EXPIRED_TENANTS_FUNCTION}(double precision) TO {r}",
         f"GRANT EXECUTE ON FUNCTION {s}.{ERASING_TENANTS_FUNCTION}() TO {r}",
+        f"GRANT EXECUTE ON FUNCTION {s}.{REPLAY_EXPIRED_FUNCTION}(double precision) TO {r}",
         *operator_table_statements(s, r),  # tenant_deletions: the least a deletion needs
     ):
         conn.execute(text(statement))

@@ -245,7 +245,10 @@ class IdempotencyRow(Base):
     lock_owner: Mapped[str | None] = mapped_column(String(64), nullable=True)
     locked_until: Mapped[float | None] = mapped_column(Float, nullable=True)
 
-    __table_args__ = (Index("ix_idempotency_created", "tenant_id", "created_at"),)
+    __table_args__ = (
+        Index("ix_idempotency_created", "tenant_id", "created_at"),
+        Index("ix_idempotency_expiry", "created_at"),  # the sweep: tenants with expired ones
+    )
 
 
 class ErasureJobRow(Base):

@@ -28,6 +28,7 @@ depends_on = None
 FUNCTION = "memvault_marked_tenants"
 EXPIRED_FUNCTION = "memvault_expired_tenants"
 ERASING_FUNCTION = "memvault_erasing_tenants"
+REPLAYS_FUNCTION = "memvault_replay_expired_tenants"
 
 
 def upgrade() -> None:
@@ -44,6 +45,7 @@ def upgrade() -> None:
         sqlite_where=sa.text("expires_at IS NOT NULL"),
         postgresql_where=sa.text("expires_at IS NOT NULL"),
     )
+    op.create_index("ix_idempotency_expiry", "idempotency_keys", ["created_at"])
     op.execute(  # writes before this revision left no marks: check each tenant once
         "INSERT INTO index_marks (tenant_id, user_key, touched_at) "
         "SELECT tenant_id, '*', 0 FROM tenants"
@@ -78,6 +80,14 @@ def upgrade() -> None:
         "WHERE j.state = 'running' ORDER BY j.tenant_id $$"
     )
     op.execute(f"REVOKE ALL ON FUNCTION {schema}.{ERASING_FUNCTION}() FROM PUBLIC")
+    op.execute(
+        f"CREATE FUNCTION {schema}.{REPLAYS_FUNCTION}(cutoff double precision) "
+        "RETURNS TABLE (tenant_id varchar) "
+        "LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp "
+        f"AS $$ SELECT DISTINCT k.tenant_id FROM {schema}.idempotency_keys AS k "
+        "WHERE k.created_at <= cutoff ORDER BY k.tenant_id $$"
+    )
+    op.execute(f"REVOKE ALL ON FUNCTION {schema}.{REPLAYS_FUNCTION}(double precision) FROM PUBLIC")
 
 
 def downgrade() -> None:
@@ -85,6 +95,8 @@ def downgrade() -> None:
         op.execute(f"DROP FUNCTION IF EXISTS {FUNCTION}()")
         op.execute(f"DROP FUNCTION IF EXISTS {EXPIRED_FUNCTION}(double precision)")
         op.execute(f"DROP FUNCTION IF EXISTS {ERASING_FUNCTION}()")
+        op.execute(f"DROP FUNCTION IF EXISTS {REPLAYS_FUNCTION}(double precision)")
+    op.drop_index("ix_idempotency_expiry", table_name="idempotency_keys")
     op.drop_index("ix_notes_expiry", table_name="notes")
     op.drop_table("index_marks")
 
