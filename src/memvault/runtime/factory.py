@@ -83,9 +83,13 @@ class Services:
             for sweeper in self.sweepers:
                 self.maintenance.add_sweeper(sweeper)
         report = self.maintenance.start()
-        from memvault.runtime.upgrades import restore_absorbed
+        from memvault.runtime.upgrades import restore_absorbed, run_once
 
-        restore_absorbed(self.vault, self.tenants.all())
+        run_once(
+            self.settings.data_dir,
+            "restore-absorbed",
+            lambda: restore_absorbed(self.vault, self.tenants.all()),
+        )
         return report
 
     def close(self) -> None:
