@@ -54,14 +54,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _settings(data: Path, pg: dict[str, str], args: argparse.Namespace) -> Any:
     from memvault.config import Settings
 
-    return Settings(
-        data_dir=data,
-        amem=False,
-        embed_process=False,
-        index_max_open=args.max_open,
-        index_memory_budget_mb=args.budget_mb,
+    fields: dict[str, Any] = {
+        "data_dir": data,
+        "amem": False,
+        "embed_process": False,
+        "index_max_open": args.max_open,
+        "index_memory_budget_mb": args.budget_mb,
         **pg,
-    )
+    }
+    return Settings(**fields)
 
 
 def _build(data: Path, pg: dict[str, str], args: argparse.Namespace) -> dict[str, float]:
