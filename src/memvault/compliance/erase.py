@@ -36,6 +36,7 @@ from memvault.store.models import (
     CorpusStatsRow,
     ErasureJobRow,
     IdempotencyRow,
+    IndexMarkRow,
     LinkRow,
     NoteRow,
     RefusalRow,
@@ -62,6 +63,7 @@ TENANT_ROW_MODELS = (
     AuditEventRow,
     IdempotencyRow,
     ErasureJobRow,
+    IndexMarkRow,
 )
 """Every per-tenant table a tenant deletion empties (the `tenants` row goes last)."""
 
@@ -181,7 +183,18 @@ class Eraser:
             rows = int(sess.execute(scoped_delete(subject)).rowcount)  # type: ignore[attr-defined]
             replays = delete_idempotency_records(sess, tenant, user, agent)
             refused = int(sess.execute(delete(RefusalRow).where(*refusals)).rowcount)  # type: ignore[attr-defined]
+            marks = 0
+            if agent is None:  # a mark names the user; the erase removed what it pointed at
+                gone = sess.execute(
+                    delete(IndexMarkRow).where(
+                        IndexMarkRow.tenant_id == tenant, IndexMarkRow.user_key == user
+                    )
+                )
+                marks = int(gone.rowcount)  # type: ignore[attr-defined]
+        if agent is None:
+            self._parts.marks.forget(tenant, user)
         return {
+            "index_marks": marks,
             "notes": rows,
             "links": links,
             "idempotency_records": replays,

@@ -100,6 +100,11 @@ class IndexMarks:
                 self._written.pop((tenant, user_key), None)
         return cleared
 
+    def forget(self, tenant: str, user: str | None) -> None:
+        """Drop this process's memory of having marked the user (its mark was deleted)."""
+        with self._lock:
+            self._written.pop((tenant, user or NO_USER), None)
+
     def mark_whole(self, tenant: str) -> None:
         """Ask the next pass to check every partition of `tenant` (after a restore, an upgrade)."""
         with self._db.session(tenant) as sess:
