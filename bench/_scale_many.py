@@ -4,7 +4,9 @@ The `many` scenario of `bench/scale.py` (which dispatches to `add_arguments` and
 builds the data in a fresh data directory (batched `add_many`, the real embedder, the screen and
 encryption on), closes it, and measures what a deployment with many partitions meets:
 
-1. **startup to /healthz** of a real `memvault serve` subprocess on that data directory;
+1. **startup to /healthz** of a real `memvault serve` subprocess on that data directory, twice:
+   the first start runs the one-time upgrades (once per data directory), the second is every
+   later start;
 2. in a fresh process (spawned, so the build's memory does not count): the startup reconcile,
    **a maintenance pass with nothing changed** (the reconciler and every sweeper the server
    registers, compliance included; median of `--passes`), **cold vs warm first search** (a
@@ -220,6 +222,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         data = args.data_dir
     try:
         built = _build(data, pg, args)
+        first_startup_s = _startup(data, pg, args)  # runs the one-time upgrades once
         startup_s = _startup(data, pg, args)
         ctx = multiprocessing.get_context("spawn")
         out = ctx.Queue()
@@ -240,6 +243,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "budget_mb": args.budget_mb,
         "max_open": args.max_open,
         **built,
+        "first_startup_to_healthz_s": round(first_startup_s, 2),
         "startup_to_healthz_s": round(startup_s, 2),
         **measured,
         "targets": {
