@@ -62,6 +62,12 @@ class Settings(BaseSettings):
     """How long a batch's leader waits for writers still preparing (never when none are)."""
     consolidate_at: str = Field(default="02:30", pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
     """Daily consolidation time, in each tenant's timezone (policy `timezone`, default UTC)."""
+    index_max_open: int = Field(default=64, ge=1, le=100_000)
+    """Embedded index: at most this many users' partitions (shards) open at once, least
+    recently used closed first (each holds threads, file handles and mapped memory)."""
+    index_memory_budget_mb: float | None = Field(default=512.0, gt=0, le=1_048_576)
+    """Embedded index: the open partitions' estimated memory stays within this many MiB
+    (docs/operations.md, "Open partitions"); unset (empty) for `index_max_open` alone."""
     read_threads: int = Field(default=DEFAULT_READ_THREADS, ge=1, le=64)
     """Threads that serve memory reads (search, get, list, links) in `memvault serve`."""
     key_cache_seconds: float | None = Field(default=None, ge=0, le=60)

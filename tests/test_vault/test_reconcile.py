@@ -109,6 +109,8 @@ def test_reconciler_deletes_orphan_vectors(make_services: ServicesFactory, backe
             )
         ],
     )
-    report = services.reconciler.run(grace_seconds=0)
+    # A point no write path made (its user_id is not a blind tag): no mark names its
+    # partition, so only the full pass (`memvault reconcile`, a restore) visits it.
+    report = services.reconciler.run_full(grace_seconds=0)
     assert report.orphans_deleted == 1
     assert services.index.scroll_ids("t1", PointFilter()) == [kept.id]

@@ -234,10 +234,11 @@ def reconcile(
     grace_seconds: Annotated[float, typer.Option(help="Leave younger pending rows alone")] = 60.0,
     data_dir: DataDir = None,
 ) -> None:
-    """Repair pending rows and orphan vectors left by a crash (run while the server is stopped)."""
+    """Repair pending rows and orphan vectors left by a crash: every tenant and partition
+    (run while the server is stopped; the server's own passes check only what writes marked)."""
     services = open_cli_services(_settings(data_dir))
     try:
-        report = services.reconciler.run(grace_seconds)
+        report = services.reconciler.run_full(grace_seconds)
     finally:
         services.close()
     typer.echo(

@@ -230,7 +230,7 @@ def rebuild(
         services.audit.record(
             tenant, "system", "backup.restored", restored=done, dropped=gone, keys_revoked=keys
         )
-    services.reconciler.run(grace_seconds=0.0)
+    services.reconciler.run_full(grace_seconds=0.0)
     return RestoreReport(len(tenants), restored, dropped, revoked)
 
 

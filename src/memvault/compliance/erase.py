@@ -37,6 +37,7 @@ from memvault.store.models import (
     CorpusStatsRow,
     ErasureJobRow,
     IdempotencyRow,
+    IndexMarkRow,
     LinkRow,
     NoteRow,
     ReadAlertRow,
@@ -71,6 +72,7 @@ TENANT_ROW_MODELS = (
     WebhookRow,
     WebhookDeliveryRow,
     ReadAlertRow,
+    IndexMarkRow,
 )
 """Every per-tenant table a tenant deletion empties (the `tenants` row goes last)."""
 
@@ -221,7 +223,18 @@ class Eraser:
         with self._parts.db.session(tenant) as sess:
             replays = delete_idempotency_records(sess, tenant, user, agent)
             refused = int(sess.execute(delete(RefusalRow).where(*refusals)).rowcount)  # type: ignore[attr-defined]
+            marks = 0
+            if agent is None:  # a mark names the user; the erase removed what it pointed at
+                gone = sess.execute(
+                    delete(IndexMarkRow).where(
+                        IndexMarkRow.tenant_id == tenant, IndexMarkRow.user_key == user
+                    )
+                )
+                marks = int(gone.rowcount)  # type: ignore[attr-defined]
+        if agent is None:
+            self._parts.marks.forget(tenant, user)
         return {
+            "index_marks": marks,
             "notes": rows,
             "links": links,
             "idempotency_records": replays,

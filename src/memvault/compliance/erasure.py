@@ -204,7 +204,7 @@ class ErasureJobs:
 
     def _finish_running(self, idle_for: float | None) -> int:
         finished = 0
-        for tenant in self._services.db.tenant_ids():
+        for tenant in self._services.db.erasing_tenant_ids():  # one query, not one per tenant
             query = select(ErasureJobRow.id).where(
                 ErasureJobRow.tenant_id == tenant, ErasureJobRow.state == RUNNING
             )

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import MetaData, func, select
 
-from memvault.store.models import NoteRow
+from memvault.store.models import IndexMarkRow, NoteRow
 from memvault.store.scoping import OwnedBy, scoped_select
 
 if TYPE_CHECKING:
@@ -80,6 +80,18 @@ def _retrieval_counters(tally: Tally) -> int:
     with tally.services.db.session(tally.subject.tenant) as sess:
         query = scoped_select(tally.subject, NoteRow.retrieval_count > 0).subquery()
         return int(sess.execute(select(func.count()).select_from(query)).scalar_one())
+
+
+def _index_marks(tally: Tally) -> int:
+    """The user's marks in the reconciler's dirty set (a mark names a user, not an agent)."""
+    s = tally.subject
+    if s.user is None or s.agent is not None:
+        return 0
+    with tally.services.db.session(s.tenant) as sess:
+        query = select(func.count()).where(
+            IndexMarkRow.tenant_id == s.tenant, IndexMarkRow.user_key == s.user
+        )
+        return int(sess.execute(query).scalar_one())
 
 
 def _rotation_records(tally: Tally) -> int:
@@ -160,6 +172,14 @@ STORES: tuple[Store, ...] = (
         "rows",
         ("idempotency_keys",),
         count=_remaining("idempotency_records"),
+    ),
+    Store(
+        "index_marks",
+        "the reconciler's dirty set: the user's id and when a write last touched its partition",
+        DELETED,
+        "rows",
+        ("index_marks",),
+        count=_index_marks,
     ),
     Store(
         "api_keys",

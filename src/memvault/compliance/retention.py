@@ -80,9 +80,9 @@ class RetentionSweeper:
         self.last: list[TenantSweep] = []
 
     def __call__(self) -> int:
-        """Sweep every tenant once; returns how many notes were purged."""
+        """Sweep every tenant with an expired note once; returns how many notes were purged."""
         reports = []
-        for tenant in self._parts.db.tenant_ids():
+        for tenant in self._parts.db.expired_tenant_ids(self._parts.clock()):
             try:
                 reports.append(self.sweep_tenant(tenant))
             except Exception as exc:  # one tenant's failure never stops the others

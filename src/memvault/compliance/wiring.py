@@ -38,8 +38,13 @@ class Compliance:
         """At startup: re-index tenants indexed before blind payload tags, then finish the
         jobs a crash or restart left unfinished; returns how many jobs finished."""
         from memvault.compliance.index_upgrade import upgrade_index_payloads
+        from memvault.runtime.upgrades import run_once
 
-        upgrade_index_payloads(self.services)
+        run_once(  # once per data directory: it opens a shard per tenant
+            self.services.settings.data_dir,
+            "blind-payload-tags",
+            lambda: upgrade_index_payloads(self.services),
+        )
         return self.tenant_deletions.resume() + self.erasures.resume()
 
 

@@ -56,10 +56,23 @@ def __dir__() -> list[str]:
     return sorted(__all__)
 
 
-def open_index(data_dir: Path, dense_dim: int, qdrant_url: str | None) -> VectorIndex:
-    """The configured index: Edge shards under `data_dir / "index"`, or Qdrant at `qdrant_url`."""
+def open_index(
+    data_dir: Path,
+    dense_dim: int,
+    qdrant_url: str | None,
+    *,
+    max_open: int = 64,
+    memory_budget_mib: float | None = None,
+) -> VectorIndex:
+    """The configured index: Edge shards under `data_dir / "index"` (at most `max_open` open,
+    within `memory_budget_mib`), or Qdrant at `qdrant_url`."""
     if qdrant_url is None:
-        return EdgeIndex(Path(data_dir) / "index", dense_dim)
+        return EdgeIndex(
+            Path(data_dir) / "index",
+            dense_dim,
+            max_open=max_open,
+            memory_budget_mib=memory_budget_mib,
+        )
     from memvault.index.qdrant import QdrantIndex
 
     return QdrantIndex.from_url(qdrant_url, dense_dim)

@@ -157,16 +157,20 @@ class EdgeReads:
         found = self._each(namespace, where, lambda shard, key: shard.query(request), "search")
         return merge(found, limit) if len(found) > 1 else [hit(p) for p in (found or [[]])[0]]
 
-    def retrieve(self, namespace: str, ids: Sequence[str]) -> list[Hit]:
-        """Points by id, in the order asked, with payload and score 0. Missing ids are skipped."""
+    def retrieve(
+        self, namespace: str, ids: Sequence[str], *, user_id: str | None = None
+    ) -> list[Hit]:
+        """Points by id, in the order asked, with payload and score 0. Missing ids are skipped.
+        With `user_id`, only that user's partition is read."""
         wanted = [canonical_point_id(i) for i in ids]
         if not wanted:
             validate_namespace(namespace)
             return []
         point_ids: list[PointId] = list(wanted)
         found: dict[str, dict[str, Any]] = {}
+        where = None if user_id is None else PointFilter(user_id=user_id)
         for records in self._each(
-            namespace, None, lambda shard, key: shard.retrieve(point_ids, True, False), "retrieve"
+            namespace, where, lambda shard, key: shard.retrieve(point_ids, True, False), "retrieve"
         ):
             found.update((str(r.id), dict(r.payload or {})) for r in records)
         return [Hit(id=i, score=0.0, payload=found[i]) for i in dict.fromkeys(wanted) if i in found]

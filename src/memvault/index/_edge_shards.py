@@ -1,8 +1,11 @@
 """The table of open qdrant-edge shards behind `EdgeIndex`: lazy open, LRU close, locking, errors.
 
 A shard is one partition (a user) of a namespace, keyed `(namespace, partition folder name)`.
-Every open shard holds threads, file handles and its WAL lock, so at most `max_open` stay open;
-beyond that the least recently used idle one is flushed and closed.
+Every open shard holds threads, file handles, mapped memory and its WAL lock, so at most
+`max_open` stay open, and their estimated memory stays within `budget_mib` (when set); beyond
+either, the least recently used idle one is flushed and closed. A shard's cost is estimated
+from its point count (`shard_cost_mib`, measured figures in docs/performance.md), counted at
+open and grown by the writes made while it is open.
 
 Locks, always taken in this order:
 1. the namespace's `SharedLock`: shared for work on its partitions, exclusive to drop it;
@@ -16,11 +19,10 @@ Errors name the operation, never the engine's message: it carries filesystem pat
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -46,6 +48,7 @@ from memvault.index._edge_layout import (
     shard_folder_name,
     write_record,
 )
+from memvault.index._edge_locks import SharedLock
 from memvault.index._edge_rebuild import (
     has_leftovers,
     rebuild_partition,
@@ -58,6 +61,21 @@ from memvault.index.base import DENSE, SPARSE, validate_namespace
 log = logging.getLogger("memvault.index.edge")
 
 T = TypeVar("T")
+
+SHARD_BASE_MIB = 18.0
+"""Estimated RSS of an open shard beyond its points: measured 18.6 MiB for 100 points, almost
+all the four payload indexes' preallocated pages (4 MiB each, 2 for `is_active`), paged in at
+load (docs/performance.md, "Many users")."""
+POINT_KIB = 6.0
+"""Estimated RSS per point of an open, searched shard: 2.6 KiB measured after a load (WAL,
+index entries), plus the 2 KiB of a 512-d vector paged in by exact search, rounded up."""
+
+
+def shard_cost_mib(points: int) -> float:
+    """The estimated memory of an open shard of `points` points, in MiB."""
+    return SHARD_BASE_MIB + max(points, 0) * POINT_KIB / 1024
+
+
 PartKey = tuple[str, str]
 """`(namespace, partition folder name)`."""
 
@@ -170,47 +188,11 @@ class ShardFactory:
         return shard
 
 
-class SharedLock:
-    """Many shared holders or one exclusive holder (no writer preference, so no reentry trap)."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._shared = 0
-        self._exclusive = False
-
-    @contextlib.contextmanager
-    def shared(self) -> Iterator[None]:
-        """Hold the lock shared."""
-        with self._cond:
-            while self._exclusive:
-                self._cond.wait()
-            self._shared += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._shared -= 1
-                self._cond.notify_all()
-
-    @contextlib.contextmanager
-    def exclusive(self) -> Iterator[None]:
-        """Hold the lock alone."""
-        with self._cond:
-            while self._exclusive or self._shared:
-                self._cond.wait()
-            self._exclusive = True
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._exclusive = False
-                self._cond.notify_all()
-
-
 @dataclass(slots=True)
 class _OpenShard:
     shard: EdgeShard
     lock: threading.Lock  # the partition's lock
+    cost: float = 0.0  # estimated MiB (`shard_cost_mib`)
 
     def shut(self) -> None:
         """Flush and close; the caller holds `lock`."""
@@ -228,10 +210,15 @@ class ShardTable:
     `run` does all of that for one call.
     """
 
-    def __init__(self, root: Path, dense_dim: int, max_open: int) -> None:
+    def __init__(
+        self, root: Path, dense_dim: int, max_open: int, budget_mib: float | None = None
+    ) -> None:
         self.root = root
         self.factory = ShardFactory(dense_dim)
         self.max_open = max_open
+        self.budget_mib = budget_mib
+        self.opens = 0
+        """Shards loaded or created so far (for tests and benchmarks)."""
         self._table: OrderedDict[PartKey, _OpenShard] = OrderedDict()
         self._table_lock = threading.Lock()
         self._locks_lock = threading.Lock()
@@ -280,7 +267,7 @@ class ShardTable:
             if handle is not None:
                 self._table.move_to_end(key)
                 return handle.shard, False
-            transient = not keep and len(self._table) >= self.max_open
+            transient = not keep and self._full()
         folder = self.part_path(key)
         try:
             if has_leftovers(folder):  # a rebuild or drop failed earlier in this process
@@ -293,14 +280,38 @@ class ShardTable:
             if create:
                 self._ensure_namespace_folder(key[0])
             shard = self.factory.open(folder)
+            cost = shard_cost_mib(shard.info().points_count or 0)
         except Exception as exc:
             raise index_error("open", exc) from None
+        self.opens += 1
         if transient:
             return shard, True
         with self._table_lock:
-            self._table[key] = _OpenShard(shard=shard, lock=self.partition_lock(key))
+            self._table[key] = _OpenShard(shard=shard, lock=self.partition_lock(key), cost=cost)
             self._evict_beyond_limit()
         return shard, False
+
+    def _full(self) -> bool:
+        """Whether the table is at `max_open` or its memory budget; the caller holds the lock."""
+        if len(self._table) >= self.max_open:
+            return True
+        return self.budget_mib is not None and self._cost() >= self.budget_mib
+
+    def _cost(self) -> float:
+        return sum(h.cost for h in self._table.values())
+
+    def memory_mib(self) -> float:
+        """The estimated memory of the open shards, in MiB."""
+        with self._table_lock:
+            return self._cost()
+
+    def grew(self, key: PartKey, points: int) -> None:
+        """`points` were written to the open partition: raise its estimate (no eviction here,
+        the caller holds the partition's lock; the next open evicts)."""
+        with self._table_lock:
+            handle = self._table.get(key)
+            if handle is not None:
+                handle.cost += max(points, 0) * POINT_KIB / 1024
 
     def _ensure_namespace_folder(self, namespace: str) -> None:
         folder = self.path(namespace)
@@ -320,14 +331,20 @@ class ShardTable:
                 log.warning("closing an edge shard failed: %s", type(exc).__name__)
 
     def _evict_beyond_limit(self) -> None:
-        """Close least recently used idle shards; the caller holds the table lock.
+        """Close least recently used idle shards while the table holds more than `max_open`
+        shards or more than `budget_mib` (the newest shard always stays); the caller holds the
+        table lock.
 
         A shard whose partition is busy is skipped (its holder may be waiting for this very
-        lock), so the table can briefly hold more than `max_open`.
+        lock), so the table can briefly hold more than its bounds.
         """
         excess = len(self._table) - self.max_open
+        over = self._cost() - self.budget_mib if self.budget_mib is not None else 0.0
+        newest = next(reversed(self._table), None)
         for key in list(self._table):
-            if excess <= 0:
+            if excess <= 0 and over <= 0:
+                return
+            if key == newest:
                 return
             handle = self._table[key]
             if not handle.lock.acquire(blocking=False):
@@ -340,6 +357,7 @@ class ShardTable:
             finally:
                 handle.lock.release()
             excess -= 1
+            over -= handle.cost
 
     def run(
         self,

@@ -96,8 +96,9 @@ class VectorIndex(Protocol):
     def set_payload(self, namespace: str, ids: Sequence[str], payload: dict[str, Any]) -> None:
         """Merge `payload` into the payload of each existing point."""
 
-    def delete(self, namespace: str, ids: Sequence[str]) -> None:
-        """Delete points by id. Unknown ids are ignored.
+    def delete(self, namespace: str, ids: Sequence[str], *, user_id: str | None = None) -> None:
+        """Delete points by id. Unknown ids are ignored. With `user_id`, only that user's
+        points (Edge then visits that user's partition alone).
 
         The points are gone from every read at once; their bytes may stay in the store's files
         until `compact` (Edge) or the server's own vacuum (Qdrant).
@@ -152,8 +153,11 @@ class VectorIndex(Protocol):
         actually demote a list.
         """
 
-    def retrieve(self, namespace: str, ids: Sequence[str]) -> list[Hit]:
-        """Points by id with payload (score 0). Missing ids are skipped."""
+    def retrieve(
+        self, namespace: str, ids: Sequence[str], *, user_id: str | None = None
+    ) -> list[Hit]:
+        """Points by id with payload (score 0). Missing ids are skipped. With `user_id`, only
+        that user's points (Edge then visits that user's partition alone)."""
 
     def scroll_ids(self, namespace: str, where: PointFilter) -> list[str]:
         """Every point id matching `where`."""

@@ -85,7 +85,8 @@ def _only_user(where: PointFilter) -> bool:
 class EdgeIndex(EdgeReads):
     """`VectorIndex` on qdrant-edge: `root/ns-<id>/u-<id>/` is the shard of one user of a namespace.
 
-    `max_open` bounds the partition shards open at once (each costs threads and memory). With
+    `max_open` bounds the partition shards open at once (each costs threads and memory), and
+    `memory_budget_mib` (None: no budget) their estimated memory (`_edge_shards`). With
     `flush_every_write` each write is also flushed to the segments; off by default because the
     WAL already makes an acknowledged write survive a crash (it is replayed on the next open).
     One `EdgeIndex` per `root` per process: a shard's WAL lock refuses a second opener.
@@ -101,6 +102,7 @@ class EdgeIndex(EdgeReads):
         dense_dim: int,
         *,
         max_open: int = 64,
+        memory_budget_mib: float | None = None,
         flush_every_write: bool = False,
     ) -> None:
         if dense_dim < 1:
@@ -110,7 +112,9 @@ class EdgeIndex(EdgeReads):
         self.root = Path(root)
         self.dense_dim = dense_dim
         self.flush_every_write = flush_every_write
-        self._shards = ShardTable(self.root, dense_dim, max_open)
+        if memory_budget_mib is not None and memory_budget_mib <= 0:
+            raise InvalidRequest("memory_budget_mib must be positive")
+        self._shards = ShardTable(self.root, dense_dim, max_open, memory_budget_mib)
         self._upkeep = EdgeMaintenance(self._shards)
         try:
             self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -128,6 +132,20 @@ class EdgeIndex(EdgeReads):
     @max_open.setter
     def max_open(self, value: int) -> None:
         self._shards.max_open = value
+
+    @property
+    def memory_budget_mib(self) -> float | None:
+        """The open shards' memory budget in MiB (None: only `max_open` bounds them)."""
+        return self._shards.budget_mib
+
+    @property
+    def shard_opens(self) -> int:
+        """How many shards this index has loaded or created (for tests and benchmarks)."""
+        return self._shards.opens
+
+    def open_memory_mib(self) -> float:
+        """The estimated memory of the open shards, in MiB."""
+        return self._shards.memory_mib()
 
     def shard_path(self, namespace: str) -> Path:
         """The namespace's folder (it may not exist): for operations and tests."""
@@ -169,6 +187,7 @@ class EdgeIndex(EdgeReads):
                 if shard.retrieve(ids, False, False):
                     mark_dirty(self._shards.part_path(key))
                 shard.update(UpdateOperation.upsert_points(edge_points))
+                self._shards.grew(key, len(edge_points))
                 if self.flush_every_write:
                     shard.flush()
 
@@ -195,8 +214,9 @@ class EdgeIndex(EdgeReads):
 
         self._each(namespace, None, op, "payload update")
 
-    def delete(self, namespace: str, ids: Sequence[str]) -> None:
-        """Delete points by id; unknown ids and namespaces are ignored.
+    def delete(self, namespace: str, ids: Sequence[str], *, user_id: str | None = None) -> None:
+        """Delete points by id; unknown ids and namespaces are ignored. With `user_id`, only
+        that user's partition is visited.
 
         The delete is logical: each partition that held one of the points is first marked dirty
         (fsynced), so `compact` rebuilds it even after a crash.
@@ -212,7 +232,9 @@ class EdgeIndex(EdgeReads):
                 mark_dirty(self._shards.part_path(key))
                 shard.update(UpdateOperation.delete_points(existing))
 
-        self._each(namespace, None, op, "delete")
+        self._each(
+            namespace, None if user_id is None else PointFilter(user_id=user_id), op, "delete"
+        )
 
     def delete_where(self, namespace: str, where: PointFilter) -> None:
         """Delete every point matching `where` (all points for an empty filter).

@@ -199,10 +199,16 @@ class QdrantIndex:
 
         self._run(namespace, op, create=False, missing=None)
 
-    def delete(self, namespace: str, ids: Sequence[str]) -> None:
-        """Delete points by id; unknown ids and namespaces are ignored."""
+    def delete(self, namespace: str, ids: Sequence[str], *, user_id: str | None = None) -> None:
+        """Delete points by id; unknown ids and namespaces are ignored. With `user_id`, only
+        that user's points."""
         wanted: list[models.ExtendedPointId] = [canonical_point_id(i) for i in ids]
         if not wanted:
+            return
+        if user_id is not None:
+            self.delete_where(
+                namespace, PointFilter(user_id=user_id, only_ids=tuple(str(i) for i in wanted))
+            )
             return
         self._delete(namespace, models.PointIdsList(points=wanted))
 
@@ -329,8 +335,11 @@ class QdrantIndex:
         response = self._run(namespace, op, create=False, missing=None)
         return [] if response is None else [to_hit(p) for p in response.points]
 
-    def retrieve(self, namespace: str, ids: Sequence[str]) -> list[Hit]:
-        """Points by id, in the order asked, with payload and score 0. Missing ids are skipped."""
+    def retrieve(
+        self, namespace: str, ids: Sequence[str], *, user_id: str | None = None
+    ) -> list[Hit]:
+        """Points by id, in the order asked, with payload and score 0. Missing ids are skipped.
+        With `user_id`, only that user's points."""
         wanted: list[models.ExtendedPointId] = [canonical_point_id(i) for i in ids]
         if not wanted:
             return []
@@ -341,7 +350,11 @@ class QdrantIndex:
             create=False,
             missing=none,
         )
-        found = {str(r.id): dict(r.payload or {}) for r in records}
+        found = {
+            str(r.id): dict(r.payload or {})
+            for r in records
+            if user_id is None or (r.payload or {}).get("user_id") == user_id
+        }
         return [
             Hit(id=str(i), score=0.0, payload=found[str(i)])
             for i in dict.fromkeys(wanted)

@@ -139,6 +139,12 @@ class KeyVersions:
             self._check_open()
             return self._store.rotation(tenant, rotation_id)
 
+    def rotation_tenants(self, state: str) -> list[str]:
+        """Tenants with a rotation job in `state` (one query, for maintenance sweeps)."""
+        with self._lock:
+            self._check_open()
+            return self._store.rotation_tenants(state)
+
     def rotation_ids(self, tenant: str, state: str | None = None) -> list[str]:
         """The tenant's rotation job ids (in `state` if given), oldest first."""
         with self._lock:

@@ -286,6 +286,12 @@ class KeyStore:
             )
         return None if record is None else str(record)
 
+    def rotation_tenants(self, state: str) -> list[str]:
+        """Tenants with a rotation in `state`, sorted."""
+        query = select(rotations.c.tenant_id).where(rotations.c.state == state).distinct()
+        with self.engine.connect() as conn:
+            return sorted(str(t) for t in conn.scalars(query))
+
     def rotation_ids(self, tenant: str, state: str | None = None) -> list[str]:
         """Ids of the tenant's rotations (in one state if given), oldest first."""
         query = select(rotations.c.id).where(rotations.c.tenant_id == tenant)

@@ -91,9 +91,13 @@ class Services:
                 self.maintenance.add_sweeper(sweeper)
         report = self.maintenance.start()
         self.deliverer.start()  # posts what an earlier run left pending, then every poll
-        from memvault.runtime.upgrades import restore_absorbed
+        from memvault.runtime.upgrades import restore_absorbed, run_once
 
-        restore_absorbed(self.vault, self.tenants.all())
+        run_once(
+            self.settings.data_dir,
+            "restore-absorbed",
+            lambda: restore_absorbed(self.vault, self.tenants.all()),
+        )
         return report
 
     def close(self) -> None:
@@ -229,7 +233,13 @@ def _open_parts(
         model = make_embedder(
             settings.embedder, data_dir=settings.data_dir, threads=settings.embed_threads
         )
-    vectors = index or open_index(settings.data_dir, model.dimension, settings.qdrant_url)
+    vectors = index or open_index(
+        settings.data_dir,
+        model.dimension,
+        settings.qdrant_url,
+        max_open=settings.index_max_open,
+        memory_budget_mib=settings.index_memory_budget_mb,
+    )
     if index is None:
         opened.append(vectors.close)
     clock = time.time

@@ -18,7 +18,8 @@ one statement per tenant.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select, update
@@ -37,6 +38,23 @@ log = logging.getLogger(__name__)
 KIND_OF_STEP = {"MERGE": DUPLICATE_OF, "EVOLVE": SUPERSEDES, "EXPAND": EXPANDS}
 EDIT_MARGIN_S = 2.0
 """A survivor updated later than this after its last absorb was edited by its writer."""
+
+
+def run_once(data_dir: Path, name: str, upgrade: Callable[[], object]) -> bool:
+    """Run a one-time startup upgrade unless `data_dir/upgrades/<name>` records it done.
+
+    Startup upgrades check every tenant (and may open a shard per tenant), so a server that
+    ran them once skips them from then on: startup does not grow with the tenants. The record
+    is written only when `upgrade` returns; one that raises runs again at the next start.
+    Returns whether it ran.
+    """
+    record = Path(data_dir) / "upgrades" / name
+    if record.exists():
+        return False
+    upgrade()
+    record.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    record.write_text("done\n", encoding="utf-8")
+    return True
 
 
 def restore_absorbed(vault: Vault, tenants: Sequence[str]) -> int:

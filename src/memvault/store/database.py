@@ -34,7 +34,7 @@ from memvault.store.app_role import ensure_app_role
 from memvault.store.app_role import ident as _ident
 from memvault.store.driver_sql import DriverConnection
 from memvault.store.login_checks import warn_if_passwordless
-from memvault.store.models import TenantRow
+from memvault.store.models import NoteRow, TenantRow
 from memvault.store.operator_tables import operator_table_statements
 from memvault.store.row_security import row_security_problems
 
@@ -50,6 +50,10 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 APP_ROLE = "memvault_app"
 # Lists tenant ids across tenants (SECURITY DEFINER, owned by the owner; migration 0004).
 TENANT_IDS_FUNCTION = "memvault_tenant_ids"
+MARKED_TENANTS_FUNCTION = "memvault_marked_tenants"
+EXPIRED_TENANTS_FUNCTION = "memvault_expired_tenants"
+ERASING_TENANTS_FUNCTION = "memvault_erasing_tenants"
+REPLAY_EXPIRED_FUNCTION = "memvault_replay_expired_tenants"
 _ROLE_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _UPGRADE_LOCK = 0x6D76_6462  # pg_advisory_xact_lock key: one `db upgrade` at a time per cluster
 
@@ -186,6 +190,33 @@ class Database:
             else:
                 ids = sess.execute(select(TenantRow.tenant_id)).scalars()
             return sorted(str(t) for t in ids)
+
+    def expired_tenant_ids(self, now: float) -> list[str]:
+        """Tenants with a note whose `expires_at` is at or before `now` (for the retention
+        sweep; on PostgreSQL through `memvault_expired_tenants`, like `tenant_ids`)."""
+        with self.session(None) as sess:
+            if self.is_postgres:
+                query = text(f"SELECT tenant_id FROM {EXPIRED_TENANTS_FUNCTION}(:now)")
+                ids = sess.execute(query, {"now": now}).scalars()
+            else:
+                ids = sess.execute(
+                    select(NoteRow.tenant_id)
+                    .where(NoteRow.expires_at.is_not(None), NoteRow.expires_at <= now)
+                    .distinct()
+                ).scalars()
+            return sorted(str(t) for t in ids)
+
+    def erasing_tenant_ids(self) -> list[str]:
+        """Tenants with a `running` erase job (the stalled-erase sweep's candidates; on
+        PostgreSQL through `memvault_erasing_tenants`, like `tenant_ids`)."""
+        with self.session(None) as sess:
+            if self.is_postgres:
+                query = text(f"SELECT tenant_id FROM {ERASING_TENANTS_FUNCTION}()")
+                return sorted(str(t) for t in sess.execute(query).scalars())
+            rows = sess.execute(
+                text("SELECT DISTINCT tenant_id FROM erasure_jobs WHERE state = 'running'")
+            )
+            return sorted(str(t) for t in rows.scalars())
 
     def checkpoint(self, attempts: int = CHECKPOINT_ATTEMPTS) -> bool:
         """SQLite: checkpoint the WAL into the database file and truncate it; True when done.
@@ -341,6 +372,10 @@ def _grant_app_role(conn: Connection, role: str) -> None:
         f"GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO {r}",
         f"ALTER DEFAULT PRIVILEGES IN SCHEMA {s} GRANT USAGE, SELECT ON SEQUENCES TO {r}",
         f"GRANT EXECUTE ON FUNCTION {s}.{TENANT_IDS_FUNCTION}() TO {r}",
+        f"GRANT EXECUTE ON FUNCTION {s}.{MARKED_TENANTS_FUNCTION}() TO {r}",
+        f"GRANT EXECUTE ON FUNCTION {s}.{EXPIRED_TENANTS_FUNCTION}(double precision) TO {r}",
+        f"GRANT EXECUTE ON FUNCTION {s}.{ERASING_TENANTS_FUNCTION}() TO {r}",
+        f"GRANT EXECUTE ON FUNCTION {s}.{REPLAY_EXPIRED_FUNCTION}(double precision) TO {r}",
         *operator_table_statements(s, r),  # tenant_deletions: the least a deletion needs
     ):
         conn.execute(text(statement))

@@ -9,11 +9,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, select, text
 from sqlalchemy.orm import Session
 
 from memvault.keyring import envelope_key_version
-from memvault.store.database import Database
+from memvault.store.database import REPLAY_EXPIRED_FUNCTION, Database
 from memvault.store.models import IdempotencyRow
 
 TTL_SECONDS = 24 * 3600.0
@@ -93,11 +93,11 @@ def purge_expired(
     """Delete records older than `ttl_seconds` at `now` (epoch seconds); returns how many went.
 
     Runs one `db.session(tenant)` per tenant, so row-level security holds on PostgreSQL.
-    `tenants` defaults to every tenant (`Database.tenant_ids()`: on PostgreSQL the tenants
-    table is under row-level security too).
+    `tenants` defaults to the tenants that have an expired record (one query across tenants,
+    on PostgreSQL through `memvault_replay_expired_tenants`, as `Database.tenant_ids()`).
     """
     if tenants is None:
-        tenants = db.tenant_ids()
+        tenants = _tenants_with_expired(db, now - ttl_seconds)
     cutoff = now - ttl_seconds
     purged = 0
     for tenant in tenants:
@@ -109,6 +109,17 @@ def purge_expired(
             )
             purged += int(result.rowcount)  # type: ignore[attr-defined]
     return purged
+
+
+def _tenants_with_expired(db: Database, cutoff: float) -> list[str]:
+    with db.session(None) as sess:
+        if db.is_postgres:
+            query = text(f"SELECT tenant_id FROM {REPLAY_EXPIRED_FUNCTION}(:cutoff)")
+            return sorted(str(t) for t in sess.execute(query, {"cutoff": cutoff}).scalars())
+        rows = sess.execute(
+            select(IdempotencyRow.tenant_id).where(IdempotencyRow.created_at <= cutoff).distinct()
+        )
+        return sorted(str(t) for t in rows.scalars())
 
 
 def idempotency_sweeper(db: Database, clock: Callable[[], float] = time.time) -> Callable[[], int]:

@@ -90,6 +90,12 @@ class NoteRow(Base):
             postgresql_where=text("status = 'pending'"),
         ),
         Index(
+            "ix_notes_expiry",
+            "expires_at",
+            sqlite_where=text("expires_at IS NOT NULL"),
+            postgresql_where=text("expires_at IS NOT NULL"),
+        ),
+        Index(
             "ix_notes_next",
             "tenant_id",
             "next_at",
@@ -241,7 +247,10 @@ class IdempotencyRow(Base):
     lock_owner: Mapped[str | None] = mapped_column(String(64), nullable=True)
     locked_until: Mapped[float | None] = mapped_column(Float, nullable=True)
 
-    __table_args__ = (Index("ix_idempotency_created", "tenant_id", "created_at"),)
+    __table_args__ = (
+        Index("ix_idempotency_created", "tenant_id", "created_at"),
+        Index("ix_idempotency_expiry", "created_at"),  # the sweep: tenants with expired ones
+    )
 
 
 class ErasureJobRow(Base):
@@ -383,3 +392,18 @@ OPERATOR_TABLES = ("tenants", "tenant_deletions", "deployment_identity", "consol
 """Tables without a per-tenant primary key: the tenant registry, the operator's deletions, the
 deployment's identity (the database's id and its bound keystore's) and the console's sessions
 (an operator's session has no tenant)."""
+
+
+class IndexMarkRow(Base):
+    """A partition touched by a write since the reconciler last looked (`store.index_marks`).
+
+    `user_key` is the note's `user_id` ('' for notes without one; `*` asks for the whole
+    tenant). `touched_at` is the writer's clock when it last (re)wrote the mark; the reconciler
+    deletes a mark only with the `touched_at` it read, so a newer write keeps it.
+    """
+
+    __tablename__ = "index_marks"
+
+    tenant_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    user_key: Mapped[str] = mapped_column(ID, primary_key=True)
+    touched_at: Mapped[float] = mapped_column(Float)

@@ -127,6 +127,8 @@ def _together(vault: VaultCore, jobs: Sequence[StoreJob]) -> list[Any]:
     groups: dict[tuple[str, str], list[int]] = {}
     for k, job in enumerate(jobs):
         groups.setdefault((job.tenant, job.namespace), []).append(k)
+    for (tenant, _), members in groups.items():  # durable before any vector is written
+        parts.marks.touch(tenant, (item.row.user_id for k in members for item in jobs[k].items))
     start = 0
     offsets = []
     for job in jobs:

@@ -119,6 +119,7 @@ class NoteUpdater:
         }
         namespace = self._view.namespace
         next_state = json.dumps(state, sort_keys=True)
+        self._parts.marks.touch(storage.tenant, [row.user_id])  # before the staged version
         with self._parts.db.session(storage.tenant) as sess:
             staged = sess.execute(
                 scoped_update(

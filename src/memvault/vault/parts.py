@@ -21,6 +21,7 @@ from memvault.scope import Scope
 from memvault.store.codec import NoteCodec
 from memvault.store.corpus import CorpusStats
 from memvault.store.database import Database
+from memvault.store.index_marks import IndexMarks
 from memvault.store.models import NoteRow
 from memvault.store.records import NoteFields
 from memvault.store.retrieval_log import RetrievalLog
@@ -58,9 +59,12 @@ class VaultParts:
     events: EventSink | None = None
     """Where a layer above reports memory events (the webhook outbox's `publish`); None: off."""
     corpus: CorpusStats = field(init=False)
+    marks: IndexMarks = field(init=False)
+    """The reconciler's durable dirty set: written before a write touches the index."""
 
     def __post_init__(self) -> None:
         self.corpus = CorpusStats(self.db)
+        self.marks = IndexMarks(self.db, self.clock)
 
 
 class VaultCore(Protocol):

@@ -11,6 +11,12 @@
 
 One bad row is logged by id and skipped; one failing tenant never stops the others. The server
 runs this at startup, before it reports ready, and then periodically (`maintenance.py`).
+
+`run` is incremental: it visits only the partitions (tenant, user) named in the durable dirty
+set (`store.index_marks`), which every write that could leave a repair commits first. A pass
+with nothing changed reads one empty table, whatever the number of users; a marked user's
+repair opens that user's partition only. `run_full` checks every tenant and partition (after a
+restore, or by hand).
 """
 
 from __future__ import annotations
@@ -22,8 +28,10 @@ from dataclasses import dataclass
 from memvault.errors import DecryptionError, KeyNotFound
 from memvault.index.base import PointFilter
 from memvault.observability import count_repairs
+from memvault.store.index_marks import NO_USER, REMARK_SECONDS, WHOLE_TENANT
 from memvault.store.models import NoteRow
 from memvault.store.scoping import OwnedBy, scoped_delete, scoped_select, scoped_update
+from memvault.vault.drafts import user_tag
 from memvault.vault.guard import ScopeErasing
 from memvault.vault.links import delete_links_of
 from memvault.vault.notes import Note
@@ -73,13 +81,47 @@ class Reconciler:
         return known_tenants(self._vault)
 
     def run(self, grace_seconds: float = 60.0) -> ReconcileReport:
-        """Repair every tenant; rows younger than `grace_seconds` may still be in flight."""
+        """Repair the partitions marked by writes since they were last checked (see module).
+
+        A mark is cleared once every write it covers is older than `grace_seconds` (then its
+        repairs are done); younger ones stay for the next pass. With no grace (the startup pass
+        of a process holding the data directory's lock) every mark is cleared.
+        """
+        marks = self._parts.marks
+        window = grace_seconds + (REMARK_SECONDS if grace_seconds > 0 else 0.0)
+        work: list[tuple[str, list[tuple[str, float]]]] = []
+        for tenant in marks.tenants():
+            work.append((tenant, marks.of(tenant)))
+        return self._repair(work, grace_seconds, window)
+
+    def run_full(self, grace_seconds: float = 60.0) -> ReconcileReport:
+        """Repair every tenant and partition, marked or not; rows younger than `grace_seconds`
+        may still be in flight."""
+        return self._repair([(t, [(WHOLE_TENANT, -1.0)]) for t in self.tenants()], grace_seconds)
+
+    def _repair(
+        self,
+        work: list[tuple[str, list[tuple[str, float]]]],
+        grace_seconds: float,
+        window: float | None = None,
+    ) -> ReconcileReport:
         total = _Tally()
         skipped = 0
-        for tenant in self.tenants():
+        now = self._parts.clock()
+        for tenant, tenant_marks in work:
+            users: list[str | None] | None = []
+            for key, _ in tenant_marks:
+                if key in (WHOLE_TENANT, NO_USER):  # points without a user live anywhere
+                    users = None
+                elif users is not None:
+                    users.append(key)
             try:
                 with self._parts.guard.using(tenant, None):
-                    tally = self.run_tenant(tenant, grace_seconds)
+                    tally = self.run_tenant(tenant, grace_seconds, users)
+                if window is not None:
+                    for key, touched_at in tenant_marks:
+                        if touched_at <= now - window:
+                            self._parts.marks.clear(tenant, key, touched_at)
             except ScopeErasing:
                 skipped += 1  # being erased or deleted right now: nothing to repair
                 continue
@@ -105,29 +147,32 @@ class Reconciler:
             tenants_skipped=skipped,
         )
 
-    def run_tenant(self, tenant: str, grace_seconds: float) -> _Tally:
-        """Repair one tenant (the caller holds the scope guard for it)."""
+    def run_tenant(
+        self, tenant: str, grace_seconds: float, users: list[str | None] | None = None
+    ) -> _Tally:
+        """Repair one tenant, or only the partitions of `users` (the caller holds the scope
+        guard for the tenant)."""
         tally = _Tally()
-        target = OwnedBy(tenant)
         namespace = namespace_for(tenant)
         cutoff = self._parts.clock() - grace_seconds
+        targets = [OwnedBy(tenant)] if users is None else [OwnedBy(tenant, u) for u in users]
+        pending: list[NoteRow] = []
+        staged: list[NoteRow] = []
         with self._parts.db.session(tenant) as sess:
-            pending = list(
-                sess.execute(
+            for target in targets:
+                pending += sess.execute(
                     scoped_select(target, NoteRow.status == PENDING, NoteRow.updated_at <= cutoff)
                 ).scalars()
-            )
-            staged = list(
-                sess.execute(
+                staged += sess.execute(
                     scoped_select(target, NoteRow.next_at.is_not(None), NoteRow.next_at <= cutoff)
                 ).scalars()
-            )
             avgdl = self._parts.corpus.avgdl(sess, tenant, namespace)
         for row in pending:
             self._isolated(row, tally, lambda r: self._complete_add(r, avgdl, tally))
         for row in staged:
             self._isolated(row, tally, lambda r: self._complete_update(r, avgdl, tally))
-        tally.orphans = self._delete_orphans(tenant, cutoff)
+        for target in targets:
+            tally.orphans += self._delete_orphans(target, cutoff)
         return tally
 
     def _isolated(self, row: NoteRow, tally: _Tally, repair: Callable[[NoteRow], None]) -> None:
@@ -209,29 +254,32 @@ class Reconciler:
                 self._parts.corpus.adjust(sess, tenant, namespace, -1, -row.token_count)
         self._parts.index.delete(namespace, [row.id])
 
-    def _delete_orphans(self, tenant: str, cutoff: float) -> int:
+    def _delete_orphans(self, target: OwnedBy, cutoff: float) -> int:
         """Delete vectors without a row whose payload `created_at` is at or before `cutoff`.
 
         An add in flight has its vector in the index before its row commits: the grace period
         (the payload's `created_at` is the add's clock) keeps it. A point without `created_at`
         counts as old.
         """
+        tenant = target.tenant
         namespace = namespace_for(tenant)
-        point_ids = self._parts.index.scroll_ids(namespace, PointFilter())
+        where = PointFilter()
+        if target.user is not None:  # points carry the user's blind tag
+            tag = self._parts.keyring.index_key(tenant).tag
+            where = PointFilter(user_id=user_tag(tag, target.user))
+        point_ids = self._parts.index.scroll_ids(namespace, where)
         if not point_ids:
             return 0
         with self._parts.db.session(tenant) as sess:
-            known = set(
-                sess.execute(scoped_select(OwnedBy(tenant)).with_only_columns(NoteRow.id)).scalars()
-            )
+            known = set(sess.execute(scoped_select(target).with_only_columns(NoteRow.id)).scalars())
         candidates = [i for i in point_ids if i not in known]
         if not candidates:
             return 0
         orphan_ids = [
             hit.id
-            for hit in self._parts.index.retrieve(namespace, candidates)
+            for hit in self._parts.index.retrieve(namespace, candidates, user_id=where.user_id)
             if float(hit.payload.get("created_at", 0)) <= cutoff
         ]
         if orphan_ids:
-            self._parts.index.delete(namespace, orphan_ids)
+            self._parts.index.delete(namespace, orphan_ids, user_id=where.user_id)
         return len(orphan_ids)

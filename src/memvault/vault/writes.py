@@ -298,6 +298,7 @@ class NoteWriter:
     def purge(self, row: NoteRow) -> None:
         """Delete the row, its links and statistics, then its vector (orphans are reconciled)."""
         namespace = self._view.namespace
+        self._parts.marks.touch(row.tenant_id, [row.user_id])  # a crash may leave the vector
         with self._parts.db.session(row.tenant_id) as sess:
             delete_links_of(sess, row.tenant_id, [row.id])
             gone = sess.execute(scoped_delete(self._view.readable, NoteRow.id == row.id))
