@@ -56,10 +56,15 @@ def __dir__() -> list[str]:
     return sorted(__all__)
 
 
-def open_index(data_dir: Path, dense_dim: int, qdrant_url: str | None) -> VectorIndex:
-    """The configured index: Edge shards under `data_dir / "index"`, or Qdrant at `qdrant_url`."""
+def open_index(
+    data_dir: Path, dense_dim: int, qdrant_url: str | None, *, rebuild_share: float = 0.2
+) -> VectorIndex:
+    """The configured index: Edge shards under `data_dir / "index"`, or Qdrant at `qdrant_url`.
+
+    `rebuild_share`: Edge's `maintain` threshold (the replaced share that triggers a rebuild).
+    """
     if qdrant_url is None:
-        return EdgeIndex(Path(data_dir) / "index", dense_dim)
+        return EdgeIndex(Path(data_dir) / "index", dense_dim, rebuild_share=rebuild_share)
     from memvault.index.qdrant import QdrantIndex
 
     return QdrantIndex.from_url(qdrant_url, dense_dim)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable
+from pathlib import Path
 
 from qdrant_edge import EdgeShard
 
@@ -79,10 +80,13 @@ class EdgeMaintenance:
             if shard is not None and guarded("delete", lambda: op(shard, key)):
                 self._rebuild_locked(key)
 
-    def rebuild(self, key: PartKey, *, dirty_only: bool) -> bool:
-        """Rebuild the partition (only if still dirty, with `dirty_only`); True if rebuilt."""
+    def rebuild(
+        self, key: PartKey, *, dirty_only: bool, needed: Callable[[Path], bool] = is_dirty
+    ) -> bool:
+        """Rebuild the partition (with `dirty_only`, only if `needed(folder)` still holds, checked
+        under its lock); True if rebuilt."""
         with self._shards.namespace_lock(key[0]).shared(), self._shards.partition_lock(key):
-            if dirty_only and not is_dirty(self._shards.part_path(key)):
+            if dirty_only and not needed(self._shards.part_path(key)):
                 return False
             return self._rebuild_locked(key)
 

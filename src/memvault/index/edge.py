@@ -32,7 +32,7 @@ writes, the erasure calls and the index's lifetime.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +50,9 @@ if TYPE_CHECKING:
 from memvault.errors import InvalidRequest
 from memvault.index._edge_convert import edge_filter, edge_sparse, point_ids
 from memvault.index._edge_layout import (
+    add_churn,
+    churn_share,
+    has_churn,
     is_dirty,
     list_namespaces,
     mark_dirty,
@@ -73,7 +76,16 @@ from memvault.index.base import (
 )
 from memvault.observability import timed_methods
 
-__all__ = ["EdgeIndex", "edge_filter", "shard_folder_name"]
+__all__ = ["DEFAULT_REBUILD_SHARE", "EdgeIndex", "edge_filter", "shard_folder_name"]
+
+DEFAULT_REBUILD_SHARE = 0.2
+"""`maintain` rebuilds a partition once this share of the vectors in its files are replaced
+ones (the engine's own vacuum default, `deleted_threshold`, is 0.2 too)."""
+
+
+def _needs_compact(folder: Path) -> bool:
+    """Whether the partition's files may hold deleted or replaced points."""
+    return is_dirty(folder) or has_churn(folder)
 
 
 def _only_user(where: PointFilter) -> bool:
@@ -102,7 +114,11 @@ class EdgeIndex(EdgeReads):
         *,
         max_open: int = 64,
         flush_every_write: bool = False,
+        rebuild_share: float = DEFAULT_REBUILD_SHARE,
     ) -> None:
+        if not 0.0 < rebuild_share <= 1.0:
+            raise InvalidRequest("rebuild_share must be in (0, 1]")
+        self.rebuild_share = rebuild_share
         if dense_dim < 1:
             raise InvalidRequest("dense_dim must be positive")
         if max_open < 1:
@@ -150,8 +166,9 @@ class EdgeIndex(EdgeReads):
     def upsert(self, namespace: str, points: Sequence[IndexPoint]) -> None:
         """Insert or replace points, each in its user's partition (created on first use).
 
-        Replacing a point leaves its old vectors in the shard's files, so the partition is then
-        marked dirty for `compact`, like a delete.
+        Replacing a point leaves its old vectors in the shard's files. That is routine churn
+        (an update), not an erasure: it is counted (`churn.count`), and the partition is rebuilt
+        by `compact`, or by `maintain` once the replaced share reaches `rebuild_share`.
         """
         validate_namespace(namespace)
         groups: dict[str, list[Point]] = {}
@@ -166,9 +183,11 @@ class EdgeIndex(EdgeReads):
                 shard: EdgeShard, key: PartKey = key, edge_points: list[Point] = edge_points
             ) -> None:
                 ids: list[PointId] = [str(p.id) for p in edge_points]
-                if shard.retrieve(ids, False, False):
-                    mark_dirty(self._shards.part_path(key))
+                replaced = len(shard.retrieve(ids, False, False))
                 shard.update(UpdateOperation.upsert_points(edge_points))
+                if replaced:
+                    live = shard.info().points_count or 0
+                    add_churn(self._shards.part_path(key), replaced, live)
                 if self.flush_every_write:
                     shard.flush()
 
@@ -247,15 +266,32 @@ class EdgeIndex(EdgeReads):
         self._upkeep.drop_namespace(namespace)
 
     def compact(self, namespace: str) -> int:
-        """Rebuild every dirty partition of `namespace`; return how many were rebuilt.
+        """Rebuild every partition of `namespace` holding deleted or replaced points; return how
+        many were rebuilt (the erasure scrub and the retention sweeper call this).
 
         A rebuilt partition holds only its live points: deleted and replaced ones are gone
         from its WAL, segments and payload storage.
         """
+        return self._rebuild_where(namespace, _needs_compact)
+
+    def maintain(self, namespace: str) -> int:
+        """The maintenance pass's rebuilds: partitions with deleted points (a delete is a purge
+        or an erasure, so it is removed within a pass, as before), and partitions whose replaced
+        share reached `rebuild_share`. Updates below that share wait; `compact` takes them."""
+
+        def needed(folder: Path) -> bool:
+            return is_dirty(folder) or (
+                has_churn(folder) and churn_share(folder) >= self.rebuild_share
+            )
+
+        return self._rebuild_where(namespace, needed)
+
+    def _rebuild_where(self, namespace: str, needed: Callable[[Path], bool]) -> int:
         validate_namespace(namespace)
         rebuilt = 0
         for key in self._keys(namespace):
-            if is_dirty(self._shards.part_path(key)) and self._upkeep.rebuild(key, dirty_only=True):
+            folder = self._shards.part_path(key)
+            if needed(folder) and self._upkeep.rebuild(key, dirty_only=True, needed=needed):
                 rebuilt += 1
         return rebuilt
 
@@ -265,7 +301,7 @@ class EdgeIndex(EdgeReads):
 
     def dirty_partitions(self, namespace: str) -> int:
         """How many partitions of `namespace` wait for `compact` (for operations and tests)."""
-        return sum(is_dirty(self._shards.part_path(key)) for key in self._keys(namespace))
+        return sum(_needs_compact(self._shards.part_path(key)) for key in self._keys(namespace))
 
     def namespaces(self) -> list[str]:
         """Namespaces with a folder under `root`, open or not, read from their records."""

@@ -220,7 +220,12 @@ def _open_parts(
         model = make_embedder(
             settings.embedder, data_dir=settings.data_dir, threads=settings.embed_threads
         )
-    vectors = index or open_index(settings.data_dir, model.dimension, settings.qdrant_url)
+    vectors = index or open_index(
+        settings.data_dir,
+        model.dimension,
+        settings.qdrant_url,
+        rebuild_share=settings.index_rebuild_replaced_share,
+    )
     if index is None:
         opened.append(vectors.close)
     clock = time.time
