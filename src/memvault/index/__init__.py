@@ -57,14 +57,25 @@ def __dir__() -> list[str]:
 
 
 def open_index(
-    data_dir: Path, dense_dim: int, qdrant_url: str | None, *, rebuild_share: float = 0.2
+    data_dir: Path,
+    dense_dim: int,
+    qdrant_url: str | None,
+    *,
+    rebuild_share: float = 0.2,
+    hnsw_min_points: int = 20_000,
 ) -> VectorIndex:
     """The configured index: Edge shards under `data_dir / "index"`, or Qdrant at `qdrant_url`.
 
-    `rebuild_share`: Edge's `maintain` threshold (the replaced share that triggers a rebuild).
+    `rebuild_share`: Edge's `maintain` threshold (the replaced share that triggers a rebuild);
+    `hnsw_min_points`: the partition size from which `maintain` builds an HNSW index.
     """
     if qdrant_url is None:
-        return EdgeIndex(Path(data_dir) / "index", dense_dim, rebuild_share=rebuild_share)
+        return EdgeIndex(
+            Path(data_dir) / "index",
+            dense_dim,
+            rebuild_share=rebuild_share,
+            hnsw_min_points=hnsw_min_points,
+        )
     from memvault.index.qdrant import QdrantIndex
 
     return QdrantIndex.from_url(qdrant_url, dense_dim)

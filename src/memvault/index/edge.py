@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
 from memvault.errors import InvalidRequest
 from memvault.index._edge_convert import edge_filter, edge_sparse, point_ids
+from memvault.index._edge_hnsw import BUILT_FILE, PENDING_FILE
 from memvault.index._edge_layout import (
     add_churn,
     churn_share,
@@ -76,11 +77,20 @@ from memvault.index.base import (
 )
 from memvault.observability import timed_methods
 
-__all__ = ["DEFAULT_REBUILD_SHARE", "EdgeIndex", "edge_filter", "shard_folder_name"]
+__all__ = [
+    "DEFAULT_HNSW_MIN_POINTS",
+    "DEFAULT_REBUILD_SHARE",
+    "EdgeIndex",
+    "edge_filter",
+    "shard_folder_name",
+]
 
 DEFAULT_REBUILD_SHARE = 0.2
 """`maintain` rebuilds a partition once this share of the vectors in its files are replaced
 ones (the engine's own vacuum default, `deleted_threshold`, is 0.2 too)."""
+
+DEFAULT_HNSW_MIN_POINTS = 20_000
+"""A partition this large gets an HNSW index in maintenance (docs/index.md, "Big users")."""
 
 
 def _needs_compact(folder: Path) -> bool:
@@ -115,7 +125,11 @@ class EdgeIndex(EdgeReads):
         max_open: int = 64,
         flush_every_write: bool = False,
         rebuild_share: float = DEFAULT_REBUILD_SHARE,
+        hnsw_min_points: int = DEFAULT_HNSW_MIN_POINTS,
     ) -> None:
+        if hnsw_min_points < 1:
+            raise InvalidRequest("hnsw_min_points must be at least 1")
+        self.hnsw_min_points = hnsw_min_points
         if not 0.0 < rebuild_share <= 1.0:
             raise InvalidRequest("rebuild_share must be in (0, 1]")
         self.rebuild_share = rebuild_share
@@ -185,9 +199,16 @@ class EdgeIndex(EdgeReads):
                 ids: list[PointId] = [str(p.id) for p in edge_points]
                 replaced = len(shard.retrieve(ids, False, False))
                 shard.update(UpdateOperation.upsert_points(edge_points))
+                self._upkeep.changed(key, ids)
+                folder = self._shards.part_path(key)
                 if replaced:
-                    live = shard.info().points_count or 0
-                    add_churn(self._shards.part_path(key), replaced, live)
+                    add_churn(folder, replaced, shard.info().points_count or 0)
+                if (
+                    not (folder / BUILT_FILE).exists()
+                    and not (folder / PENDING_FILE).exists()
+                    and (shard.info().points_count or 0) >= self.hnsw_min_points
+                ):
+                    (folder / PENDING_FILE).touch(mode=0o600)
                 if self.flush_every_write:
                     shard.flush()
 
@@ -211,6 +232,7 @@ class EdgeIndex(EdgeReads):
             existing: list[PointId] = [str(r.id) for r in shard.retrieve(wanted, False, False)]
             if existing:
                 shard.update(UpdateOperation.set_payload(existing, values))
+                self._upkeep.changed(key, existing)
 
         self._each(namespace, None, op, "payload update")
 
@@ -230,6 +252,7 @@ class EdgeIndex(EdgeReads):
             if existing:
                 mark_dirty(self._shards.part_path(key))
                 shard.update(UpdateOperation.delete_points(existing))
+                self._upkeep.changed(key, existing)
 
         self._each(namespace, None, op, "delete")
 
@@ -253,6 +276,7 @@ class EdgeIndex(EdgeReads):
             if not shard.count(CountRequest(exact=True, filter=flt)):
                 return False
             mark_dirty(self._shards.part_path(key))
+            self._upkeep.cancel_build(key)  # the ids are unknown: its copy cannot catch up
             shard.update(UpdateOperation.delete_points_by_filter(flt or Filter()))
             return True
 
@@ -277,14 +301,22 @@ class EdgeIndex(EdgeReads):
     def maintain(self, namespace: str) -> int:
         """The maintenance pass's rebuilds: partitions with deleted points (a delete is a purge
         or an erasure, so it is removed within a pass, as before), and partitions whose replaced
-        share reached `rebuild_share`. Updates below that share wait; `compact` takes them."""
+        share reached `rebuild_share`. Updates below that share wait; `compact` takes them.
+
+        Then a partition that passed `hnsw_min_points` without an index gets one, built in a side
+        process while it keeps serving (`EdgeMaintenance.build_hnsw`); this call waits for it."""
 
         def needed(folder: Path) -> bool:
             return is_dirty(folder) or (
                 has_churn(folder) and churn_share(folder) >= self.rebuild_share
             )
 
-        return self._rebuild_where(namespace, needed)
+        rebuilt = self._rebuild_where(namespace, needed)
+        for key in self._keys(namespace):
+            folder = self._shards.part_path(key)
+            if (folder / PENDING_FILE).exists() and not (folder / BUILT_FILE).exists():
+                rebuilt += self._upkeep.build_hnsw(key)
+        return rebuilt
 
     def _rebuild_where(self, namespace: str, needed: Callable[[Path], bool]) -> int:
         validate_namespace(namespace)

@@ -225,6 +225,7 @@ def _open_parts(
         model.dimension,
         settings.qdrant_url,
         rebuild_share=settings.index_rebuild_replaced_share,
+        hnsw_min_points=settings.index_hnsw_min_points,
     )
     if index is None:
         opened.append(vectors.close)
