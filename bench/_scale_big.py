@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         shard.flush()
         shard.close()
         began = time.perf_counter()
-        cmd = [sys.executable, "-m", "memvault.index._edge_hnsw", str(root / "u")]
+        cmd = [sys.executable, "-m", "memvault.index._edge_hnsw_child", str(root / "u")]
         subprocess.run([*cmd, str(vecs.shape[1])], check=True)
         build_s = time.perf_counter() - began
         shard = factory.open(root / "u")

@@ -152,7 +152,7 @@ def _child_pids() -> set[int]:
     out = subprocess.run(
         ["ps", "-o", "pid=,args=", "--ppid", str(os.getpid())], capture_output=True, text=True
     )
-    return {int(line.split()[0]) for line in out.stdout.splitlines() if "_edge_hnsw" in line}
+    return {int(line.split()[0]) for line in out.stdout.splitlines() if "_edge_hnsw_child" in line}
 
 
 def test_a_killed_build_leaves_the_partition_whole_and_is_retried(tmp_path, rng) -> None:
@@ -202,7 +202,7 @@ def test_reopen_swaps_in_a_finished_build(tmp_path, rng) -> None:
     copy = _copy_folder(index)
     shutil.copytree(part, copy)
     subprocess.run(
-        [sys.executable, "-m", "memvault.index._edge_hnsw", str(copy), str(DIM)], check=True
+        [sys.executable, "-m", "memvault.index._edge_hnsw_child", str(copy), str(DIM)], check=True
     )
     (copy / BUILT_FILE).touch()
     (copy / REBUILT_FILE).touch()

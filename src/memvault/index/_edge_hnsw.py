@@ -1,9 +1,9 @@
-"""The HNSW build of a big partition, in a side process (`python -m memvault.index._edge_hnsw`).
+"""The HNSW build of a big partition, run in a side process (`_edge_hnsw_child`).
 
 `EdgeShard.optimize()` holds the GIL for the whole build (98 s at 100k points), and a shard admits
 one process, so the build never touches the live partition: `EdgeMaintenance.build_hnsw` copies
 the live points into `.rebuild-u-…` (page by page, the partition's lock taken per page), marks it
-`hnsw.building`, and runs this module on that folder in a child process, which loads it with
+`hnsw.building`, and runs `_edge_hnsw_child` on that folder in a child process, which loads it with
 `build_config` (an indexing threshold of 1 KB, so `optimize()` indexes every segment), optimizes,
 flushes and closes. Back in the server, under the partition's lock, the points that changed
 during the build are copied again from the live shard (or deleted), and the folder is swapped in
@@ -13,7 +13,6 @@ folder that the next open deletes, without a rebuild of the partition (`hnsw.bui
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from qdrant_edge import (
@@ -33,7 +32,7 @@ from memvault.index.base import DENSE, SPARSE
 
 HNSW_M = 16
 HNSW_EF_CONSTRUCT = 100
-HNSW_EF = 128
+HNSW_EF = 256
 """Search-time beam width on an indexed partition (`SEARCH_PARAMS`)."""
 FULL_SCAN_THRESHOLD_KB = 1000
 """Below this many KB of vectors matching a filter, the engine scans them exactly."""
@@ -82,14 +81,3 @@ def build(folder: Path, dense_dim: int) -> None:
         shard.flush()
     finally:
         shard.close()
-
-
-def main(argv: list[str]) -> int:
-    """`python -m memvault.index._edge_hnsw FOLDER DENSE_DIM`; exit 0 once built."""
-    folder, dense_dim = Path(argv[0]), int(argv[1])
-    build(folder, dense_dim)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

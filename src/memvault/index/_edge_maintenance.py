@@ -107,7 +107,7 @@ class EdgeMaintenance:
                     return False
                 dim = str(self._shards.factory.dense_dim)
                 build.proc = subprocess.Popen(  # our own module, fixed arguments
-                    [sys.executable, "-m", "memvault.index._edge_hnsw", str(target), dim],
+                    [sys.executable, "-m", "memvault.index._edge_hnsw_child", str(target), dim],
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
                 )
