@@ -31,6 +31,14 @@ class Settings(BaseSettings):
     database_url: str | None = None
     keystore_url: str | None = None
     qdrant_url: str | None = None
+    # -- index rebuild policy (issue 35, big users) --
+    index_rebuild_replaced_share: float = Field(default=0.2, gt=0.0, le=1.0)
+    """Edge: the maintenance pass rebuilds a partition once this share of the vectors in its
+    files are replaced ones (updates); deletes and erasure still rebuild within a pass."""
+    index_hnsw_min_points: int = Field(default=20_000, ge=1)
+    """Edge: a user's partition this large gets an HNSW index, built by maintenance in a side
+    process (docs/index.md, "Big users"); smaller ones are scanned exactly."""
+    # -- end index rebuild policy --
     local_index_per_worker: bool = False
     """Tests only: let several workers on one PostgreSQL database each keep a local (Edge)
     index. Never in production: an erase in one worker would not reach the others' vectors."""

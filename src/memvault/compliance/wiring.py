@@ -49,13 +49,14 @@ class Compliance:
 
 
 def index_compactor(services: Services) -> Callable[[], int]:
-    """A sweeper that physically removes deleted points from every namespace's index."""
+    """A sweeper that physically removes deleted points from every namespace's index, and
+    replaced ones once their share passes the index's threshold (`VectorIndex.maintain`)."""
 
     def compact() -> int:
         rebuilt = 0
         for namespace in services.index.namespaces():
             try:
-                rebuilt += services.index.compact(namespace)
+                rebuilt += services.index.maintain(namespace)
             except Exception as exc:  # one namespace never stops the others
                 log.warning("index compaction failed: %s", type(exc).__name__)
         return rebuilt

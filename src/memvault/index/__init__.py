@@ -63,15 +63,23 @@ def open_index(
     *,
     max_open: int = 64,
     memory_budget_mib: float | None = None,
+    rebuild_share: float = 0.2,
+    hnsw_min_points: int = 20_000,
 ) -> VectorIndex:
     """The configured index: Edge shards under `data_dir / "index"` (at most `max_open` open,
-    within `memory_budget_mib`), or Qdrant at `qdrant_url`."""
+    within `memory_budget_mib`), or Qdrant at `qdrant_url`.
+
+    `rebuild_share`: Edge's `maintain` threshold (the replaced share that triggers a rebuild);
+    `hnsw_min_points`: the partition size from which `maintain` builds an HNSW index.
+    """
     if qdrant_url is None:
         return EdgeIndex(
             Path(data_dir) / "index",
             dense_dim,
             max_open=max_open,
             memory_budget_mib=memory_budget_mib,
+            rebuild_share=rebuild_share,
+            hnsw_min_points=hnsw_min_points,
         )
     from memvault.index.qdrant import QdrantIndex
 

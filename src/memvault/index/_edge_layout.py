@@ -36,6 +36,9 @@ REBUILD_PREFIX = ".rebuild-"
 TRASH_PREFIX = ".trash-"
 DIRTY_FILE = "compact.pending"
 """In a partition folder: deleted points may still be in its files; `compact` rebuilds it."""
+CHURN_FILE = "churn.count"
+"""In a partition folder: `<replaced> <live>`, points replaced since its last rebuild (their old
+vectors stay in its files) and its live points then; `churn_share` weighs them."""
 REBUILT_FILE = "rebuild.done"
 """In a `.rebuild-u-…` folder: the new shard is complete, flushed and closed."""
 
@@ -110,6 +113,41 @@ def mark_dirty(part_folder: Path) -> None:
     finally:
         os.close(fd)
     fsync_dir(part_folder)
+
+
+def add_churn(part_folder: Path, replaced: int, live: int) -> None:
+    """Count `replaced` more points replaced in place; `live` is the partition's size now.
+
+    Written atomically but not fsynced: a crash may lose the count, which only delays the
+    rebuild (`compact` still rebuilds any partition with a count, `maintain` once it grows).
+    """
+    before, _ = _read_churn(part_folder)
+    tmp = part_folder / f".{CHURN_FILE}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, f"{before + replaced} {max(live, 0)}".encode("ascii"))
+    finally:
+        os.close(fd)
+    os.replace(tmp, part_folder / CHURN_FILE)
+
+
+def _read_churn(part_folder: Path) -> tuple[int, int]:
+    try:
+        replaced, live = (part_folder / CHURN_FILE).read_text(encoding="ascii").split()
+        return max(int(replaced), 0), max(int(live), 0)
+    except (OSError, ValueError):
+        return 0, 0
+
+
+def has_churn(part_folder: Path) -> bool:
+    """Whether points were replaced in the partition since its last rebuild."""
+    return (part_folder / CHURN_FILE).exists()
+
+
+def churn_share(part_folder: Path) -> float:
+    """Replaced points over replaced plus live ones: the share of dead vectors in its files."""
+    replaced, live = _read_churn(part_folder)
+    return replaced / (replaced + live) if replaced else 0.0
 
 
 def is_shard(folder: Path) -> bool:

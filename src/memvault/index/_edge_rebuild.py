@@ -28,6 +28,7 @@ from typing import Any
 
 from qdrant_edge import EdgeShard, Point, ScrollRequest, UpdateOperation
 
+from memvault.index._edge_hnsw import BUILDING_FILE
 from memvault.index._edge_layout import (
     CONFIG_FILE,
     REBUILD_PREFIX,
@@ -169,7 +170,8 @@ def recover_partition(part_folder: Path) -> bool:
     - a complete `.rebuild-` folder is swapped in (its old folder, if still there, goes to
       trash first): the removed points are gone and every live point is in it;
     - a partial `.rebuild-` folder is deleted; the partition still holds what was to be removed,
-      so True is returned (`swap_in` renames only complete rebuilds, so the old folder is there);
+      so True is returned (`swap_in` renames only complete rebuilds, so the old folder is
+      there), except for an HNSW build's copy (`hnsw.building`), which was to remove nothing;
     - a `.trash-` folder left beside it is a finished swap or drop: it is deleted.
     The caller holds the partition's lock (or no other thread runs).
     """
@@ -186,10 +188,11 @@ def recover_partition(part_folder: Path) -> bool:
         fsync_dir(ns_folder)
         log.info("edge index: finished an interrupted partition rebuild")
     elif rebuild.exists():
+        hnsw_copy = (rebuild / BUILDING_FILE).exists()  # a copy for an index: nothing to redo
         shutil.rmtree(rebuild)
         if not part_folder.exists() and trash.exists():
             os.replace(trash, part_folder)
-        redo = part_folder.exists()
+        redo = part_folder.exists() and not hnsw_copy
         log.info("edge index: discarded a partial partition rebuild")
     if trash.exists():
         shutil.rmtree(trash)

@@ -22,6 +22,7 @@ from qdrant_edge import (
 
 from memvault.index._edge_convert import edge_filter, edge_sparse
 from memvault.index._edge_fanout import fuse_rrf, hit, merge
+from memvault.index._edge_hnsw import SEARCH_PARAMS
 from memvault.index._edge_layout import partition_folder_name
 from memvault.index._edge_shards import PartKey, ShardTable
 from memvault.index.base import (
@@ -100,7 +101,11 @@ class EdgeReads:
     def _nearest(self, namespace: str, query: Query, where: PointFilter, limit: int) -> list[Hit]:
         """The `limit` points matching `where` nearest to `query`."""
         request = QueryRequest(
-            limit=max(limit, 0), query=query, filter=edge_filter(where), with_payload=True
+            limit=max(limit, 0),
+            query=query,
+            filter=edge_filter(where),
+            with_payload=True,
+            params=SEARCH_PARAMS,
         )
         return self._query(namespace, where, request, limit)
 
@@ -130,7 +135,13 @@ class EdgeReads:
                 self._query(
                     namespace,
                     where,
-                    QueryRequest(limit=candidates, query=q, filter=flt, with_payload=True),
+                    QueryRequest(
+                        limit=candidates,
+                        query=q,
+                        filter=flt,
+                        with_payload=True,
+                        params=SEARCH_PARAMS,
+                    ),
                     candidates,
                 )
                 for q in (dense_query, sparse_query)
@@ -139,7 +150,7 @@ class EdgeReads:
         request = QueryRequest(
             limit=max(limit, 0),
             prefetches=[
-                Prefetch(limit=candidates, query=dense_query, filter=flt),
+                Prefetch(limit=candidates, query=dense_query, filter=flt, params=SEARCH_PARAMS),
                 Prefetch(limit=candidates, query=sparse_query, filter=flt),
             ],
             query=Fusion.Rrf(k=rrf_k, weights=list(weights)),  # type: ignore[arg-type]

@@ -76,6 +76,7 @@ TIMED_OPERATIONS = (
     "delete_where",
     "drop_namespace",
     "compact",
+    "maintain",
     "search_dense",
     "search_sparse",
     "search_hybrid",
@@ -123,6 +124,10 @@ class VectorIndex(Protocol):
 
     def compact_all(self) -> int:
         """`compact` every namespace; the total it returned (for the maintenance loop)."""
+
+    def maintain(self, namespace: str) -> int:
+        """The maintenance pass's share of `compact`: partitions with deleted points, and those
+        whose replaced (updated) share passed the store's threshold; how many were rewritten."""
 
     def search_dense(
         self, namespace: str, vector: Sequence[float], where: PointFilter, limit: int

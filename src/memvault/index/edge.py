@@ -32,7 +32,7 @@ writes, the erasure calls and the index's lifetime.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +49,11 @@ if TYPE_CHECKING:
 
 from memvault.errors import InvalidRequest
 from memvault.index._edge_convert import edge_filter, edge_sparse, point_ids
+from memvault.index._edge_hnsw import BUILT_FILE, PENDING_FILE
 from memvault.index._edge_layout import (
+    add_churn,
+    churn_share,
+    has_churn,
     is_dirty,
     list_namespaces,
     mark_dirty,
@@ -73,7 +77,25 @@ from memvault.index.base import (
 )
 from memvault.observability import timed_methods
 
-__all__ = ["EdgeIndex", "edge_filter", "shard_folder_name"]
+__all__ = [
+    "DEFAULT_HNSW_MIN_POINTS",
+    "DEFAULT_REBUILD_SHARE",
+    "EdgeIndex",
+    "edge_filter",
+    "shard_folder_name",
+]
+
+DEFAULT_REBUILD_SHARE = 0.2
+"""`maintain` rebuilds a partition once this share of the vectors in its files are replaced
+ones (the engine's own vacuum default, `deleted_threshold`, is 0.2 too)."""
+
+DEFAULT_HNSW_MIN_POINTS = 20_000
+"""A partition this large gets an HNSW index in maintenance (docs/index.md, "Big users")."""
+
+
+def _needs_compact(folder: Path) -> bool:
+    """Whether the partition's files may hold deleted or replaced points."""
+    return is_dirty(folder) or has_churn(folder)
 
 
 def _only_user(where: PointFilter) -> bool:
@@ -104,7 +126,15 @@ class EdgeIndex(EdgeReads):
         max_open: int = 64,
         memory_budget_mib: float | None = None,
         flush_every_write: bool = False,
+        rebuild_share: float = DEFAULT_REBUILD_SHARE,
+        hnsw_min_points: int = DEFAULT_HNSW_MIN_POINTS,
     ) -> None:
+        if hnsw_min_points < 1:
+            raise InvalidRequest("hnsw_min_points must be at least 1")
+        self.hnsw_min_points = hnsw_min_points
+        if not 0.0 < rebuild_share <= 1.0:
+            raise InvalidRequest("rebuild_share must be in (0, 1]")
+        self.rebuild_share = rebuild_share
         if dense_dim < 1:
             raise InvalidRequest("dense_dim must be positive")
         if max_open < 1:
@@ -168,8 +198,9 @@ class EdgeIndex(EdgeReads):
     def upsert(self, namespace: str, points: Sequence[IndexPoint]) -> None:
         """Insert or replace points, each in its user's partition (created on first use).
 
-        Replacing a point leaves its old vectors in the shard's files, so the partition is then
-        marked dirty for `compact`, like a delete.
+        Replacing a point leaves its old vectors in the shard's files. That is routine churn
+        (an update), not an erasure: it is counted (`churn.count`), and the partition is rebuilt
+        by `compact`, or by `maintain` once the replaced share reaches `rebuild_share`.
         """
         validate_namespace(namespace)
         groups: dict[str, list[Point]] = {}
@@ -184,10 +215,19 @@ class EdgeIndex(EdgeReads):
                 shard: EdgeShard, key: PartKey = key, edge_points: list[Point] = edge_points
             ) -> None:
                 ids: list[PointId] = [str(p.id) for p in edge_points]
-                if shard.retrieve(ids, False, False):
-                    mark_dirty(self._shards.part_path(key))
+                replaced = len(shard.retrieve(ids, False, False))
                 shard.update(UpdateOperation.upsert_points(edge_points))
                 self._shards.grew(key, len(edge_points))
+                self._upkeep.changed(key, ids)
+                folder = self._shards.part_path(key)
+                if replaced:
+                    add_churn(folder, replaced, shard.info().points_count or 0)
+                if (
+                    not (folder / BUILT_FILE).exists()
+                    and not (folder / PENDING_FILE).exists()
+                    and (shard.info().points_count or 0) >= self.hnsw_min_points
+                ):
+                    (folder / PENDING_FILE).touch(mode=0o600)
                 if self.flush_every_write:
                     shard.flush()
 
@@ -211,6 +251,7 @@ class EdgeIndex(EdgeReads):
             existing: list[PointId] = [str(r.id) for r in shard.retrieve(wanted, False, False)]
             if existing:
                 shard.update(UpdateOperation.set_payload(existing, values))
+                self._upkeep.changed(key, existing)
 
         self._each(namespace, None, op, "payload update")
 
@@ -231,6 +272,7 @@ class EdgeIndex(EdgeReads):
             if existing:
                 mark_dirty(self._shards.part_path(key))
                 shard.update(UpdateOperation.delete_points(existing))
+                self._upkeep.changed(key, existing)
 
         self._each(
             namespace, None if user_id is None else PointFilter(user_id=user_id), op, "delete"
@@ -256,6 +298,7 @@ class EdgeIndex(EdgeReads):
             if not shard.count(CountRequest(exact=True, filter=flt)):
                 return False
             mark_dirty(self._shards.part_path(key))
+            self._upkeep.cancel_build(key)  # the ids are unknown: its copy cannot catch up
             shard.update(UpdateOperation.delete_points_by_filter(flt or Filter()))
             return True
 
@@ -269,15 +312,40 @@ class EdgeIndex(EdgeReads):
         self._upkeep.drop_namespace(namespace)
 
     def compact(self, namespace: str) -> int:
-        """Rebuild every dirty partition of `namespace`; return how many were rebuilt.
+        """Rebuild every partition of `namespace` holding deleted or replaced points; return how
+        many were rebuilt (the erasure scrub and the retention sweeper call this).
 
         A rebuilt partition holds only its live points: deleted and replaced ones are gone
         from its WAL, segments and payload storage.
         """
+        return self._rebuild_where(namespace, _needs_compact)
+
+    def maintain(self, namespace: str) -> int:
+        """The maintenance pass's rebuilds: partitions with deleted points (a delete is a purge
+        or an erasure, so it is removed within a pass, as before), and partitions whose replaced
+        share reached `rebuild_share`. Updates below that share wait; `compact` takes them.
+
+        Then a partition that passed `hnsw_min_points` without an index gets one, built in a side
+        process while it keeps serving (`EdgeMaintenance.build_hnsw`); this call waits for it."""
+
+        def needed(folder: Path) -> bool:
+            return is_dirty(folder) or (
+                has_churn(folder) and churn_share(folder) >= self.rebuild_share
+            )
+
+        rebuilt = self._rebuild_where(namespace, needed)
+        for key in self._keys(namespace):
+            folder = self._shards.part_path(key)
+            if (folder / PENDING_FILE).exists() and not (folder / BUILT_FILE).exists():
+                rebuilt += self._upkeep.build_hnsw(key)
+        return rebuilt
+
+    def _rebuild_where(self, namespace: str, needed: Callable[[Path], bool]) -> int:
         validate_namespace(namespace)
         rebuilt = 0
         for key in self._keys(namespace):
-            if is_dirty(self._shards.part_path(key)) and self._upkeep.rebuild(key, dirty_only=True):
+            folder = self._shards.part_path(key)
+            if needed(folder) and self._upkeep.rebuild(key, dirty_only=True, needed=needed):
                 rebuilt += 1
         return rebuilt
 
@@ -287,7 +355,7 @@ class EdgeIndex(EdgeReads):
 
     def dirty_partitions(self, namespace: str) -> int:
         """How many partitions of `namespace` wait for `compact` (for operations and tests)."""
-        return sum(is_dirty(self._shards.part_path(key)) for key in self._keys(namespace))
+        return sum(_needs_compact(self._shards.part_path(key)) for key in self._keys(namespace))
 
     def namespaces(self) -> list[str]:
         """Namespaces with a folder under `root`, open or not, read from their records."""

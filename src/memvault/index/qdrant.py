@@ -258,6 +258,10 @@ class QdrantIndex:
         """Nothing to do here: always 0 (see `compact`)."""
         return 0
 
+    def maintain(self, namespace: str) -> int:
+        """Nothing to do here: always 0 (see `compact`)."""
+        return self.compact(namespace)
+
     def search_dense(
         self, namespace: str, vector: Sequence[float], where: PointFilter, limit: int
     ) -> list[Hit]:

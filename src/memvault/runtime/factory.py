@@ -239,6 +239,8 @@ def _open_parts(
         settings.qdrant_url,
         max_open=settings.index_max_open,
         memory_budget_mib=settings.index_memory_budget_mb,
+        rebuild_share=settings.index_rebuild_replaced_share,
+        hnsw_min_points=settings.index_hnsw_min_points,
     )
     if index is None:
         opened.append(vectors.close)
