@@ -112,7 +112,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    add_arguments(parser)
-    print(run(parser.parse_args()))
+if __name__ == "__main__":  # `python -m bench.scale --scenario big` is the way to run it
+    import sys
+
+    from bench.scale import main
+
+    sys.exit(main(["--scenario", "big", *sys.argv[1:]]))

@@ -49,7 +49,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget-mb", type=float, default=512.0)
     parser.add_argument("--max-open", type=int, default=64)
     parser.add_argument("--passes", type=int, default=5, help="no-change passes to time")
-    parser.add_argument("--database-url", default=None, help="PostgreSQL owner URL")
     parser.add_argument("--data-dir", type=Path, default=None, help="keep the data here")
 
 
@@ -254,13 +253,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-if __name__ == "__main__":  # a stand-in until bench/scale.py dispatches here
-    import json
+if __name__ == "__main__":  # `python -m bench.scale --scenario many` is the way to run it
+    import sys
 
-    from bench._harness import arg_parser, write_json
+    from bench.scale import main
 
-    cli = arg_parser(__doc__)
-    add_arguments(cli)
-    result = run(cli.parse_args())
-    write_json("scale_many.json", result)
-    print(json.dumps(result, indent=2))
+    sys.exit(main(["--scenario", "many", *sys.argv[1:]]))

@@ -24,7 +24,6 @@ from qdrant_edge import (
     EdgeVectorParams,
     HnswIndexConfig,
     Memory,
-    Modifier,
     SearchParams,
 )
 
@@ -73,7 +72,7 @@ def build(folder: Path, dense_dim: int) -> None:
         vectors={
             DENSE: EdgeVectorParams(size=dense_dim, distance=Distance.Cosine, memory=Memory.Cold)
         },
-        sparse_vectors={SPARSE: EdgeSparseVectorParams(modifier=Modifier.Idf)},
+        sparse_vectors={SPARSE: EdgeSparseVectorParams(modifier=None)},  # no IDF (issue 32)
     )
     shard = EdgeShard.load(str(folder), build_config(base))
     try:
