@@ -15,7 +15,6 @@ from qdrant_edge import (
     EdgeSparseVectorParams,
     EdgeVectorParams,
     HnswIndexConfig,
-    Modifier,
     QuantizationSearchParams,
     ScalarQuantizationConfig,
     ScalarType,
@@ -34,7 +33,8 @@ def optimized_config(dense_dim: int, *, quantize: bool, sparse: bool) -> EdgeCon
     memvault's partitions (a partition is loaded with its own vector names)."""
     return EdgeConfig(
         vectors={DENSE: EdgeVectorParams(size=dense_dim, distance=Distance.Cosine)},
-        sparse_vectors={SPARSE: EdgeSparseVectorParams(modifier=Modifier.Idf)} if sparse else None,
+        # No IDF modifier: memvault computes IDF over the reader's readable set (issue 32).
+        sparse_vectors={SPARSE: EdgeSparseVectorParams(modifier=None)} if sparse else None,
         hnsw_config=HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=10_000),
         optimizers=EdgeOptimizersConfig(indexing_threshold=1, default_segment_number=1),
         quantization_config=(

@@ -1,4 +1,5 @@
-"""SQLAlchemy models. Every primary key and index begins with `tenant_id`.
+"""SQLAlchemy models. Every primary key and index begins with `tenant_id`, except the sweep
+indexes (`SWEEP_INDEXES`).
 
 No column holds memory text in clear: `text_ct` and `attrs_ct` are AES-GCM envelopes, and
 `content_hash` is a keyed hash (HMAC under the tenant's index key).
@@ -392,6 +393,12 @@ OPERATOR_TABLES = ("tenants", "tenant_deletions", "deployment_identity", "consol
 """Tables without a per-tenant primary key: the tenant registry, the operator's deletions, the
 deployment's identity (the database's id and its bound keystore's) and the console's sessions
 (an operator's session has no tenant)."""
+
+
+SWEEP_INDEXES = ("ix_notes_expiry", "ix_idempotency_expiry")
+"""Indexes that begin with a time, not `tenant_id`: the retention and idempotency sweeps ask
+once which tenants have expired rows (through a definer function on PostgreSQL), instead of
+asking every tenant in turn. They are partial or narrow, and no request path reads them."""
 
 
 class IndexMarkRow(Base):
