@@ -70,10 +70,15 @@ def refuse_untrusted(
     try:
         marks.refuse_if_marked(caller.scope, session_id)
     except SessionUntrusted:
-        scope = caller.scope
-        subject = {"user_id": scope.user, "agent_id": scope.agent}
-        services.audit.record(scope.tenant, caller.key_id, "session.read_refused", subject=subject)
+        _audit(services, caller, "session.read_refused")
         raise
+
+
+def _audit(services: Services, caller: Principal, action: str, **details: object) -> None:
+    """Record `action` of the calling agent, its user and agent as the subject."""
+    scope = caller.scope
+    subject = {"user_id": scope.user, "agent_id": scope.agent}
+    services.audit.record(scope.tenant, caller.key_id, action, subject=subject, **details)
 
 
 @router.post("/{session_id}/untrusted", dependencies=[Depends(only_query_params())])
@@ -89,16 +94,10 @@ def mark_untrusted(
     every memory read that names it in `X-Session-Id` answers 423 `session_untrusted`."""
     validate_new_id(session_id, "session_id")
     mark = marks.mark(caller.scope, session_id, reason=body.reason, ttl_s=body.ttl_s)
-    scope = caller.scope
-    services.audit.record(
-        scope.tenant,
-        caller.key_id,
-        "session.marked_untrusted",
-        subject={"user_id": scope.user, "agent_id": scope.agent},
-        ttl_s=body.ttl_s,
-        reason_tag=mark.reason_tag,
+    _audit(
+        services, caller, "session.marked_untrusted", ttl_s=body.ttl_s, reason_tag=mark.reason_tag
     )
-    services.alerts.note_session_marked(scope.tenant, caller.key_id, session_id)
+    services.alerts.note_session_marked(caller.scope.tenant, caller.key_id, session_id)
     return MarkOut(session_id=session_id, untrusted=True, expires_at=mark.expires_at)
 
 
@@ -112,12 +111,5 @@ def unmark_untrusted(
     """End a session's untrusted mark (204 whether or not it was marked)."""
     validate_new_id(session_id, "session_id")
     ended = marks.unmark(caller.scope, session_id)
-    scope = caller.scope
-    services.audit.record(
-        scope.tenant,
-        caller.key_id,
-        "session.unmarked",
-        subject={"user_id": scope.user, "agent_id": scope.agent},
-        ended=ended,
-    )
+    _audit(services, caller, "session.unmarked", ended=ended)
     return Response(status_code=204)
