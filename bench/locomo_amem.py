@@ -10,7 +10,9 @@ graph walk has links to walk only with A-MEM), relations by kind, the ingest rat
 of single adds with and without A-MEM.
 
 Run: `.venv/bin/python -m bench.locomo_amem [--limit-convs N]`. Writes
-`bench/out/locomo-amem.json`.
+`bench/out/locomo-amem.json`. `--suite temporal` runs the temporal suite instead
+(`bench/_amem_temporal.py`: facts that change across sessions, asked now and `as_of`, through
+REST), written to `bench/out/amem-temporal.json`.
 """
 
 from __future__ import annotations
@@ -134,9 +136,16 @@ def single_add_p50(embedder: MemoEmbedder, conv: Any, amem_on: bool) -> float:
 
 def main() -> None:
     parser = arg_parser(__doc__)
+    parser.add_argument("--suite", choices=["locomo", "temporal"], default="locomo")
     parser.add_argument("--limit-convs", type=int, default=0)
     parser.add_argument("--modes", default="hybrid,full")
+    from bench import _amem_temporal
+
+    _amem_temporal.add_arguments(parser)
     args = parser.parse_args()
+    if args.suite == "temporal":
+        write_json(OUT_DIR / "amem-temporal.json", _amem_temporal.main(args))
+        return
     convs = load_locomo()
     if args.limit_convs:
         convs = convs[: args.limit_convs]

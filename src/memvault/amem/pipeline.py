@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from memvault.amem.attrs import set_flags, update_attrs
 from memvault.amem.judge import Judge
-from memvault.amem.relating import changed_slot, relate, restates
+from memvault.amem.relating import changed_slot, relate, restates, same_subject
 from memvault.amem.thresholds import AmemThresholds
 from memvault.amem.views import Candidate
 from memvault.scope import SHARED_AGENT, may_write
@@ -25,7 +25,7 @@ from memvault.store.models import NoteRow
 from memvault.store.scoping import parse_member_list
 from memvault.vault.links import put_link
 from memvault.vault.notes import Note
-from memvault.vault.relations import may_relate
+from memvault.vault.relations import annotate_notes, may_relate
 from memvault.vault.sessions import enrichment_embed_text
 
 if TYPE_CHECKING:
@@ -97,7 +97,11 @@ class AmemPipeline:
             target = same_day[0]
             kind = relate(self._view, note.id, target.note.id, "DUPLICATE")
             return Outcome("MERGE" if kind == "duplicate_of" else "NEW", target.note.id)
-        judged = [c for c in kin if c.similarity >= self._t.evolve_low]
+        # Only current notes are judged: a superseded one already has its newer version, which
+        # is the one a change replaces. A candidate about the same subject goes first: the
+        # nearest note may be another person's look-alike ("Carol's favourite food is ...").
+        judged = [c for c in kin if c.similarity >= self._t.evolve_low and c.note.current]
+        judged.sort(key=lambda c: same_subject(note.text, c.note.text) is not True)
         if judged:
             target = judged[0]
             action = self._decide(note, target)
@@ -113,6 +117,8 @@ class AmemPipeline:
     def _decide(self, note: Note, target: Near) -> str:
         """The judge's evolution action for `note` against `target`; a changed value of the
         same slot is a new version whatever the judge says, unless it says NEW."""
+        if same_subject(note.text, target.note.text) is False:
+            return "NEW"  # another subject's slot: a link at most, never a relation by kind
         decision = self._judge.evolve(note.text, target.candidate(1))
         if decision.action != "NEW" and changed_slot(note.text, target.note.text):
             return "EVOLVE"
@@ -137,11 +143,10 @@ class AmemPipeline:
             rows = self._view.live_rows(sess, [h.id for h in hits])
         # Only notes written before this one: a job run late must not fold an older note into
         # a newer one (ids are time-ordered and monotonic).
-        return [
-            Near(rows[h.id], self._view.note_of(rows[h.id]), h.score)
-            for h in hits
-            if h.id in rows and h.id < note.id
-        ]
+        kept = [h for h in hits if h.id in rows and h.id < note.id]
+        # With their validity: a superseded candidate is not current (`Near.note.current`).
+        notes = annotate_notes(self._view, [self._view.note_of(rows[h.id]) for h in kept])
+        return [Near(rows[h.id], n, h.score) for h, n in zip(kept, notes, strict=True)]
 
     def _row(self, note: Note) -> NoteRow:
         if self._note_row is None or self._note_row.id != note.id:

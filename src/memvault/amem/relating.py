@@ -113,6 +113,17 @@ def changed_slot(new: str, old: str) -> bool:
     return a is not None and b is not None and a[0] == b[0] and a[1] != b[1]
 
 
+def same_subject(new: str, old: str) -> bool | None:
+    """Whether both texts fill a slot of the same subject ("Bob's favourite colour is ...",
+    "Bob's favourite colour is now ...", "The user lives in ..." and "The user moved to ..."):
+    True; False when both have a slot but of different subjects ("Carol's favourite food" is
+    not "Bob's favourite food"); None when either text has no slot to compare."""
+    a, b = _slot(new), _slot(old)
+    if a is None or b is None:
+        return None
+    return a[0][:-1] == b[0][:-1]  # the subject's words, whatever the verb ("lives in", "moved to")
+
+
 def _slot(text: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     sentence = text.strip()
     if not sentence or len(sentence) > 200 or any(c in sentence[:-1] for c in ".!?;\n"):
