@@ -9,7 +9,8 @@ superseded turn counts only when itself is shown. Reported: R@10 overall and mul
 graph walk has links to walk only with A-MEM), relations by kind, the ingest rate, and the p50
 of single adds with and without A-MEM.
 
-Run: `.venv/bin/python -m bench.locomo_amem [--limit-convs N]`. Writes
+Run: `.venv/bin/python -m bench.locomo_amem [--limit-convs N] [--convs 5:10] [--modes full]
+[--no-single-adds]`. Writes
 `bench/out/locomo-amem.json`.
 """
 
@@ -135,9 +136,16 @@ def single_add_p50(embedder: MemoEmbedder, conv: Any, amem_on: bool) -> float:
 def main() -> None:
     parser = arg_parser(__doc__)
     parser.add_argument("--limit-convs", type=int, default=0)
+    parser.add_argument(
+        "--convs", default="", help="a slice of the conversations, e.g. 5:10 (the held-out half)"
+    )
     parser.add_argument("--modes", default="hybrid,full")
+    parser.add_argument("--no-single-adds", action="store_true", help="skip the add p50s")
     args = parser.parse_args()
     convs = load_locomo()
+    if args.convs:
+        start, _, stop = args.convs.partition(":")
+        convs = convs[int(start or 0) : int(stop) if stop else None]
     if args.limit_convs:
         convs = convs[: args.limit_convs]
     results: dict[str, Any] = {"runs": []}
@@ -156,7 +164,7 @@ def main() -> None:
                     f"ingest {r['ingest_notes_per_s']:.0f} notes/s",
                     flush=True,
                 )
-        for amem_on in (False, True):
+        for amem_on in (False, True) if not args.no_single_adds else ():
             p50 = single_add_p50(embedder, convs[0], amem_on)
             results[f"add_p50_ms_amem_{'on' if amem_on else 'off'}"] = p50
             print(f"single add p50, A-MEM {'on' if amem_on else 'off'}: {p50:.1f} ms", flush=True)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from memvault.amem.attrs import set_flags, update_attrs
 from memvault.amem.judge import Judge
-from memvault.amem.relating import changed_slot, relate, restates
+from memvault.amem.relating import changed_slot, relate, restates, version_action
 from memvault.amem.thresholds import AmemThresholds
 from memvault.amem.views import Candidate
 from memvault.scope import SHARED_AGENT, may_write
@@ -112,11 +112,12 @@ class AmemPipeline:
 
     def _decide(self, note: Note, target: Near) -> str:
         """The judge's evolution action for `note` against `target`; a changed value of the
-        same slot is a new version whatever the judge says, unless it says NEW."""
+        same slot is a new version whatever the judge says, unless it says NEW. A new version
+        of a note that holds more than one fact is an expansion (`version_action`)."""
         decision = self._judge.evolve(note.text, target.candidate(1))
         if decision.action != "NEW" and changed_slot(note.text, target.note.text):
             return "EVOLVE"
-        return decision.action
+        return version_action(decision.action, note.text, target.note.text)
 
     # -- steps ----------------------------------------------------------------------------------
 
