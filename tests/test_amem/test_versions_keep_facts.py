@@ -82,3 +82,13 @@ def test_a_decision_never_hides_the_other_facts_of_the_older_note(services: Serv
     assert older.valid_to is None and older.relations == {"expanded_by": (new.id,)}
     hits = v.search("where does the user's sister live", limit=5, mode="full")
     assert old.id in [h.note.id for h in hits]
+
+
+def test_a_question_never_supersedes_a_slot_value(services: Services) -> None:
+    install(services, worker=False, scheduler=False)
+    v = services.vault.scoped(A)
+    green = v.add("Bob's favourite colour is green")
+    asked = v.add("Bob's favourite colour is blue?")
+    assert asked.evolution is not None and asked.evolution["action"] != "EVOLVE"
+    assert v.get(green.id).valid_to is None  # the statement "... is blue" still supersedes:
+    # tests/test_client/test_amem.py

@@ -124,7 +124,7 @@ def _action(judge: Judge, newer: NoteView, older: NoteView) -> str | None:
     if restates(newer.text, older.text):
         return "DUPLICATE"
     if changed_slot(newer.text, older.text):
-        return "SUPERSEDE"
+        return version_action("SUPERSEDE", newer.text, older.text)
     candidate = Candidate(1, older.text, 1.0, older.context, older.tags)
     try:
         action = judge.evolve(newer.text, candidate).action

@@ -115,9 +115,11 @@ class AmemPipeline:
         same slot is a new version whatever the judge says, unless it says NEW. A new version
         of a note that holds more than one fact is an expansion (`version_action`)."""
         decision = self._judge.evolve(note.text, target.candidate(1))
-        if decision.action != "NEW" and changed_slot(note.text, target.note.text):
+        new, old = note.text, target.note.text
+        slot = decision.action != "NEW" and changed_slot(new, old)
+        if slot and version_action("EVOLVE", new, old) == "EVOLVE":
             return "EVOLVE"
-        return version_action(decision.action, note.text, target.note.text)
+        return version_action(decision.action, new, old)
 
     # -- steps ----------------------------------------------------------------------------------
 
