@@ -9,10 +9,10 @@ superseded turn counts only when itself is shown. Reported: R@10 overall and mul
 graph walk has links to walk only with A-MEM), relations by kind, the ingest rate, and the p50
 of single adds with and without A-MEM.
 
-Run: `.venv/bin/python -m bench.locomo_amem [--limit-convs N]`. Writes
-`bench/out/locomo-amem.json`. `--suite temporal` runs the temporal suite instead
-(`bench/_amem_temporal.py`: facts that change across sessions, asked now and `as_of`, through
-REST), written to `bench/out/amem-temporal.json`.
+Run: `.venv/bin/python -m bench.locomo_amem [--limit-convs N] [--convs 5:10] [--modes full]
+[--no-single-adds]`. Writes `bench/out/locomo-amem.json`. `--suite temporal` runs the temporal
+suite instead (`bench/_amem_temporal.py`: facts that change across sessions, asked now and
+`as_of`, through REST), written to `bench/out/amem-temporal.json`.
 """
 
 from __future__ import annotations
@@ -138,7 +138,11 @@ def main() -> None:
     parser = arg_parser(__doc__)
     parser.add_argument("--suite", choices=["locomo", "temporal"], default="locomo")
     parser.add_argument("--limit-convs", type=int, default=0)
+    parser.add_argument(
+        "--convs", default="", help="a slice of the conversations, e.g. 5:10 (the held-out half)"
+    )
     parser.add_argument("--modes", default="hybrid,full")
+    parser.add_argument("--no-single-adds", action="store_true", help="skip the add p50s")
     from bench import _amem_temporal
 
     _amem_temporal.add_arguments(parser)
@@ -147,6 +151,9 @@ def main() -> None:
         write_json(OUT_DIR / "amem-temporal.json", _amem_temporal.main(args))
         return
     convs = load_locomo()
+    if args.convs:
+        start, _, stop = args.convs.partition(":")
+        convs = convs[int(start or 0) : int(stop) if stop else None]
     if args.limit_convs:
         convs = convs[: args.limit_convs]
     results: dict[str, Any] = {"runs": []}
@@ -165,7 +172,7 @@ def main() -> None:
                     f"ingest {r['ingest_notes_per_s']:.0f} notes/s",
                     flush=True,
                 )
-        for amem_on in (False, True):
+        for amem_on in (False, True) if not args.no_single_adds else ():
             p50 = single_add_p50(embedder, convs[0], amem_on)
             results[f"add_p50_ms_amem_{'on' if amem_on else 'off'}"] = p50
             print(f"single add p50, A-MEM {'on' if amem_on else 'off'}: {p50:.1f} ms", flush=True)

@@ -51,7 +51,7 @@ def _erase_planner(api: Api) -> None:
     )
     assert r.status_code in (200, 202), r.text
     if r.status_code == 202:  # finished in the background: wait for the job
-        job = r.json()["job_id"]
+        job = r.json()["id"]  # the 202 answer is the job view
         for _ in range(200):
             state = api.call("GET", f"/v1/admin/erasures/{job}", api.tenant("t1")).json()
             if state.get("state") == "done":

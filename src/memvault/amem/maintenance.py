@@ -21,7 +21,7 @@ from memvault.amem.attrs import set_flags
 from memvault.amem.consolidate import plan_consolidation
 from memvault.amem.judge import Judge, JudgeRejected, JudgeUnavailable
 from memvault.amem.quality import QualityFlag, scan
-from memvault.amem.relating import changed_slot, relate, restates
+from memvault.amem.relating import changed_slot, relate, restates, version_action
 from memvault.amem.review import review_markdown
 from memvault.amem.thresholds import thresholds_for
 from memvault.amem.views import Candidate, NoteView
@@ -124,13 +124,15 @@ def _action(judge: Judge, newer: NoteView, older: NoteView) -> str | None:
     if restates(newer.text, older.text):
         return "DUPLICATE"
     if changed_slot(newer.text, older.text):
-        return "SUPERSEDE"
+        return version_action("SUPERSEDE", newer.text, older.text)
     candidate = Candidate(1, older.text, 1.0, older.context, older.tags)
     try:
         action = judge.evolve(newer.text, candidate).action
     except (JudgeRejected, JudgeUnavailable):
         return None
-    return action if action in ("EVOLVE", "EXPAND", "CONFLICT") else None
+    if action not in ("EVOLVE", "EXPAND", "CONFLICT"):
+        return None
+    return version_action(action, newer.text, older.text)
 
 
 def scopes_of(amem: Amem, tenant: str) -> list[Scope]:

@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from memvault.amem.attrs import set_flags, update_attrs
 from memvault.amem.judge import Judge
-from memvault.amem.relating import changed_slot, relate, restates, same_subject
+from memvault.amem.relating import (
+    changed_slot,
+    relate,
+    restates,
+    same_subject,
+    version_action,
+)
 from memvault.amem.thresholds import AmemThresholds
 from memvault.amem.views import Candidate
 from memvault.scope import SHARED_AGENT, may_write
@@ -116,13 +122,17 @@ class AmemPipeline:
 
     def _decide(self, note: Note, target: Near) -> str:
         """The judge's evolution action for `note` against `target`; a changed value of the
-        same slot is a new version whatever the judge says, unless it says NEW."""
+        same slot is a new version whatever the judge says, unless it says NEW. A new version
+        of a note that holds more than one fact is an expansion (`version_action`); a slot of
+        another subject ("Carol's ..." against "Bob's ...") is NEW (a link at most)."""
         if same_subject(note.text, target.note.text) is False:
-            return "NEW"  # another subject's slot: a link at most, never a relation by kind
+            return "NEW"
         decision = self._judge.evolve(note.text, target.candidate(1))
-        if decision.action != "NEW" and changed_slot(note.text, target.note.text):
+        new, old = note.text, target.note.text
+        slot = decision.action != "NEW" and changed_slot(new, old)
+        if slot and version_action("EVOLVE", new, old) == "EVOLVE":
             return "EVOLVE"
-        return decision.action
+        return version_action(decision.action, new, old)
 
     # -- steps ----------------------------------------------------------------------------------
 

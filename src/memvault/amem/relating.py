@@ -10,6 +10,13 @@
 | EXPAND | `expands` |
 | CONFLICT the judge leaves open | `conflicts_with` |
 
+A new version hides the older note whole from default searches, so `version_action` keeps
+`supersedes` only for an older note that states one fact (one sentence, not a question), a
+newer note that asks nothing, and the same speaker when both name one (a `Name:` prefix);
+otherwise the decision is recorded as `expands` and both notes stay current. On LoCoMo (chat
+turns of several sentences) each of the offline judge's 18 supersessions hid a turn holding
+other facts, and they cost R@10 .033 (docs/amem.md, "Retrieval with A-MEM on").
+
 A relation that hides a note (`supersedes`, `duplicate_of`) or joins them by kind is written
 only between notes with the same storage scope, owner, visibility and readers, and only when
 the caller may write the older note (`may_relate`); otherwise a plain `link` joins them, so no
@@ -32,6 +39,7 @@ from memvault.vault.relations import (
     may_relate,
     put_relation,
 )
+from memvault.vault.rerank import parse_speaker
 
 if TYPE_CHECKING:
     from memvault.vault.service import ScopedVault
@@ -52,6 +60,10 @@ _SLOT = re.compile(
     r"(?P<value>.+?)[.!]?$",
     re.IGNORECASE,
 )
+_SENTENCE_END = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])\s*|\n+|(?<=[;\uff1b])\s*")
+_QUESTION = ("?", "\uff1f")
+VERSION_ACTIONS = frozenset({"EVOLVE", "UPDATE", "SUPERSEDE"})
+"""Decisions that make the newer note a new version of the older one (`supersedes`)."""
 _SUBJECT_STOP = frozenset({"it", "this", "that", "there", "he", "she", "they", "which", "what"})
 
 
@@ -104,6 +116,29 @@ def restates(new: str, old: str) -> bool:
     new_words = set(words(new))
     content = new_words - _FUNCTION_WORDS
     return bool(new_words) and (content or new_words) <= set(words(old))
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a text that hold a word (split after . ! ? ; and at line breaks)."""
+    return [p for p in _SENTENCE_END.split(text) if words(p)]
+
+
+def one_fact(text: str) -> bool:
+    """True when a text is one statement: a single sentence that asks nothing."""
+    return len(sentences(text)) == 1 and not any(q in text for q in _QUESTION)
+
+
+def version_action(action: str, new: str, old: str) -> str:
+    """`action` (a judge's decision about `new` against `old`), unless it makes `new` a new
+    version of `old` while `old` holds more than one fact, `new` asks a question, or the two
+    name different speakers: a supersession would then hide facts `new` does not restate, so
+    it becomes EXPAND, and both notes stay current."""
+    if action not in VERSION_ACTIONS:
+        return action
+    asks = any(q in new for q in _QUESTION)
+    speakers = parse_speaker(new), parse_speaker(old)
+    other_speaker = None not in speakers and speakers[0] != speakers[1]
+    return action if one_fact(old) and not asks and not other_speaker else "EXPAND"
 
 
 def changed_slot(new: str, old: str) -> bool:
