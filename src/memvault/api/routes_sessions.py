@@ -12,10 +12,11 @@ from pydantic import BaseModel, Field
 from memvault.api.deps import AgentDep, ServicesDep, only_query_params
 from memvault.api.lanes import in_write_pool
 from memvault.api.schemas import ID_PATTERN, Strict, Text
-from memvault.errors import SessionUntrusted
+from memvault.errors import SessionUntrusted, UntrustedShare
 from memvault.runtime.factory import Services
 from memvault.scope import validate_new_id
 from memvault.tenancy.principals import Principal
+from memvault.vault.provenance import TRUSTED, UNTRUSTED, Provenance
 from memvault.vault.untrusted import MAX_TTL_S, UntrustedSessions
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
@@ -34,6 +35,19 @@ SessionHeader = Annotated[
         description="The session this read is made in. While the session is marked untrusted "
         "(`POST /v1/sessions/{session_id}/untrusted`) the read answers 423 `session_untrusted` "
         "and returns no memory.",
+    ),
+]
+
+WriteSessionHeader = Annotated[
+    str | None,
+    Header(
+        alias=SESSION_HEADER,
+        min_length=1,
+        max_length=128,
+        pattern=ID_PATTERN,
+        description="The session this write is made in. While the session is marked untrusted "
+        "the memory is stored with `provenance: untrusted` and can never be shared: "
+        "`visibility: shared` or `readers` answer 422.",
     ),
 ]
 
@@ -74,6 +88,31 @@ def refuse_untrusted(
         subject = {"user_id": scope.user, "agent_id": scope.agent}
         services.audit.record(scope.tenant, caller.key_id, "session.read_refused", subject=subject)
         raise
+
+
+def write_provenance(
+    marks: UntrustedSessions, caller: Principal, session_id: str | None
+) -> Provenance:
+    """`untrusted` when a write names a session marked untrusted now (one primary-key lookup),
+    else `trusted` (no lookup without a header). A write is never refused for the mark."""
+    if session_id is not None and marks.is_marked(caller.scope, session_id):
+        return UNTRUSTED
+    return TRUSTED
+
+
+def audit_share_refused(
+    services: Services, caller: Principal, refused: UntrustedShare, **details: object
+) -> None:
+    """Audit an untrusted write refused for asking to share (the field, never a value)."""
+    scope = caller.scope
+    services.audit.record(
+        scope.tenant,
+        caller.key_id,
+        "note.share_refused",
+        subject={"user_id": scope.user, "agent_id": scope.agent},
+        field=refused.field,
+        **details,
+    )
 
 
 @router.post("/{session_id}/untrusted", dependencies=[Depends(only_query_params())])
