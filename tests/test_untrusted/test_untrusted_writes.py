@@ -180,10 +180,8 @@ def test_a_patch_never_shares_an_untrusted_note(api: Api) -> None:
 
     events = audit_events(api, "acme")
     refused = [e for e in events if e["action"] == "note.share_refused"]
-    assert [e["details"]["field"] for e in refused] == ["readers", "readers", "visibility"] + [
-        "readers",
-        "readers",
-    ]
+    fields = [e["details"]["field"] for e in refused]
+    assert fields == ["readers", "readers", "visibility", "readers", "readers"]
     updated = [e for e in events if e["action"] == "note.updated"]
     assert updated[0]["details"]["provenance"] == "untrusted"
     assert "mailer" not in repr(events) and "address" not in repr(events)

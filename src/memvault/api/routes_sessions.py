@@ -1,5 +1,7 @@
 """Untrusted-content mode over REST: an agent's runtime marks a session untrusted, and memory
-reads that name it (`X-Session-Id`) answer 423 `session_untrusted` (`memvault.vault.untrusted`).
+reads that name it (`X-Session-Id`) answer 423 `session_untrusted` (`memvault.vault.untrusted`);
+writes that name it are stored `provenance: untrusted` and never shared
+(`memvault.vault.provenance`).
 """
 
 from __future__ import annotations
