@@ -305,3 +305,13 @@ def open_vault(
             settings.resolved_keystore_url(), FileMasterKey(settings.resolved_master_key_file())
         )
     return open_services(settings, embedder=embedder, keyring=keyring, screen=screen)
+
+
+def autocommit(url: str, statement: str) -> None:
+    """Run one statement outside a transaction (CREATE/DROP DATABASE) on the server at `url`."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(text(statement))
+    engine.dispose()

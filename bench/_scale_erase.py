@@ -9,7 +9,7 @@ the p95 ratio (target <= 3x, issue 35), the erase's duration and whether its rec
 It also times erasing a 1k user and one agent of a 2k user (`--small-erases`).
 
 On PostgreSQL a schema and a keystore database are created for the run and dropped after it
-(the URL must be a superuser's, as in `bench.pg_scrub`).
+(the URL must be a superuser's, as in `bench.scale --scenario scrub`).
 """
 
 from __future__ import annotations
@@ -130,14 +130,14 @@ def _services(root: Path, database_url: str | None) -> Iterator[Any]:
         return
     from sqlalchemy.engine import make_url
 
-    from bench.pg_scrub import _autocommit
+    from bench._harness import autocommit
     from memvault.config import Settings
     from memvault.store.database import upgrade_database
 
     schema = "mvscale_" + uuid.uuid4().hex[:10]
     keystore_db = "mvscaleks_" + uuid.uuid4().hex[:10]
     upgrade_database(database_url, schema=schema)
-    _autocommit(database_url, f'CREATE DATABASE "{keystore_db}"')
+    autocommit(database_url, f'CREATE DATABASE "{keystore_db}"')
     try:
         os.environ["MV_SCALE_MASTER"] = base64.b64encode(os.urandom(32)).decode()
         url = make_url(database_url)
@@ -158,8 +158,8 @@ def _services(root: Path, database_url: str | None) -> Iterator[Any]:
         finally:
             services.close()
     finally:
-        _autocommit(database_url, f'DROP DATABASE IF EXISTS "{keystore_db}" WITH (FORCE)')
-        _autocommit(database_url, f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        autocommit(database_url, f'DROP DATABASE IF EXISTS "{keystore_db}" WITH (FORCE)')
+        autocommit(database_url, f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:

@@ -119,7 +119,9 @@ def run(notes: int, records: int, size: int, amem: bool) -> dict[str, Any]:
             report["amem"] = "on" if amem else "off"
 
             key = agent_key(base, admin, "single")
-            with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}) as http:
+            with httpx.Client(
+                base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=300
+            ) as http:
                 http.post("/v1/memories", json={"text": maker.memory()}).raise_for_status()  # warm
                 seconds = single_adds(http, maker.memories(notes))
             report["single_notes_per_s"] = round(notes / seconds, 1)

@@ -46,7 +46,7 @@ from bench._retrieval_data import (
 )
 from memvault.config import Settings
 from memvault.embed import make_embedder
-from memvault.embed.base import Embedder, Vectors
+from memvault.embed.base import Embedder, Vectors, Wrapped
 from memvault.index.base import RRF_K
 from memvault.runtime.factory import Services, open_services
 from memvault.scope import Scope
@@ -61,7 +61,7 @@ LIMIT = 10
 RANDOM_TURNS_PER_QUESTION = 10
 
 
-class MemoEmbedder:
+class MemoEmbedder(Wrapped):
     """An `Embedder` that memoizes vectors across fresh vaults and times the model.
 
     A vector does not depend on the vault, and the model is the slow part (e5 runs ~75
@@ -72,22 +72,12 @@ class MemoEmbedder:
     """
 
     def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.documents: dict[str, Vectors] = {}
         self.queries: dict[str, tuple[Vectors, float]] = {}
         self.document_seconds = 0.0
         self.last_query_seconds = 0.0
         self.last_query_spent = 0.0
-
-    @property
-    def model_id(self) -> str:
-        """The wrapped model's id."""
-        return self.inner.model_id
-
-    @property
-    def dimension(self) -> int:
-        """The wrapped model's vector length."""
-        return self.inner.dimension
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         """Embed the texts not seen before in one batch; return all rows in order."""

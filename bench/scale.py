@@ -1,11 +1,13 @@
-"""Scale on one machine (issue 35): big users, many users, erasure beside live traffic.
+"""Scale on one machine (issue 35): big users, many users, erasure beside live traffic, and the
+cost of the PostgreSQL keystore scrub.
 
-Run: .venv/bin/python -m bench.scale --scenario big|many|erase|all [--database-url URL] [...]
+Run: .venv/bin/python -m bench.scale --scenario big|many|erase|scrub|all [--database-url URL]
 
 Each scenario lives in its own module and is imported only when chosen: `big`
 (`bench._scale_big`: one user at 100k notes, HNSW), `many` (`bench._scale_many`: 1,000 users
 in a tenant, LRU, maintenance, startup) and `erase` (`bench._scale_erase`: another user's search
-p95 before and during a 10k-note erase). Each module exposes `add_arguments(parser)` and
+p95 before and during a 10k-note erase) and `scrub` (`bench._scale_scrub`: what the keystore
+scrub costs an erase, PostgreSQL only). Each module exposes `add_arguments(parser)` and
 `run(args) -> dict`. Without `--database-url` the embedded default (SQLite + Edge) runs; with a
 PostgreSQL superuser URL the scenario runs on a schema it creates and drops. Results are printed
 and written to `bench/out/scale-<scenario>-<backend>.json` (`--out` to choose).
@@ -22,7 +24,12 @@ from typing import Any
 
 from bench._harness import arg_parser, write_json
 
-SCENARIOS = {"big": "bench._scale_big", "many": "bench._scale_many", "erase": "bench._scale_erase"}
+SCENARIOS = {
+    "big": "bench._scale_big",
+    "many": "bench._scale_many",
+    "erase": "bench._scale_erase",
+    "scrub": "bench._scale_scrub",
+}
 
 
 def _module(name: str) -> ModuleType | None:

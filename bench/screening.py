@@ -13,7 +13,7 @@ Reads `../shared/data` (override with MEMVAULT_SHARED_DATA) and prints:
   redacted;
 - the screen's time per write, p50/p95 (with a pseudonym function, as the vault calls it);
 - recall on issue 33's disguised variants of the secret rows, and refusals on the look-alike
-  prose set (`bench.screening_disguises`).
+  prose set (`bench._screening_disguises`; `--disguises` runs only that part).
 
 `--locale-catalogs` instead screens every translated message of the system's gettext catalogs
 (`/usr/share/locale/{fr,de,es,it,pt}`) and their English originals: European prose about
@@ -566,8 +566,9 @@ def main() -> None:
     if not data.is_dir():
         raise SystemExit(f"shared data not found at {data} (set MEMVAULT_SHARED_DATA)")
     screen = Screen()
-    print(format_report(evaluate(data, screen)))
-    from bench.screening_disguises import disguised_recall, format_disguises, lookalike_refusals
+    if "--disguises" not in sys.argv[1:]:
+        print(format_report(evaluate(data, screen)))
+    from bench._screening_disguises import disguised_recall, format_disguises, lookalike_refusals
 
     secret_rows = [str(r["text"]) for r in load_noseyparker(data) if is_credential_row(r)]
     print("\n### Disguised variants (issue 33) and the look-alike set\n")

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager as ContextManager
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -241,33 +242,50 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+class OpenedServices:
+    """What a fixture opened: services to close and PostgreSQL schemas to drop at teardown."""
+
+    def __init__(self) -> None:
+        self.services: list[Services] = []
+        self.schemas: list[tuple[str, str]] = []
+
+    def settings(self, backend: str, data_dir: Path, **fields: Any) -> Settings:
+        """Settings on SQLite in `data_dir`, or on PostgreSQL in a fresh schema. As deployed:
+        the owner (the test server's superuser) migrates the schema, and the app serves as the
+        login role `memvault_app`, which RLS binds."""
+        if backend != "postgres":
+            return Settings(data_dir=data_dir, **fields)
+        admin_url = pg_url_or_skip()
+        schema = migrated_pg_schema(admin_url)
+        self.schemas.append((admin_url, schema))
+        return Settings(
+            data_dir=data_dir, database_url=app_role_url(admin_url), db_schema=schema, **fields
+        )
+
+    def open(self, settings: Settings, **kw: Any) -> Services:
+        services = open_services(settings, **kw)
+        self.services.append(services)
+        return services
+
+    def close(self) -> None:
+        for services in self.services:
+            services.close()
+        for url, schema in self.schemas:
+            drop_schema(url, schema)
+
+
 @pytest.fixture
 def make_services(tmp_path: Path, embedder: Embedder, screen: object) -> Iterator[ServicesFactory]:
     """Build real services in a fresh data dir on SQLite or PostgreSQL (a schema per call)."""
-    opened: list[Services] = []
-    schemas: list[tuple[str, str]] = []
+    opened = OpenedServices()
 
     def factory(
         backend: str = "sqlite", *, data_dir: Path | None = None, amem: bool = False, **kw: object
     ) -> Services:
-        root = data_dir or tmp_path / f"data{len(opened)}"
-        settings = Settings(data_dir=root, amem=amem)
-        if backend == "postgres":
-            # As deployed: the owner (the test server's superuser) migrates a fresh schema,
-            # and the app serves as the login role `memvault_app`, which RLS binds.
-            admin_url = pg_url_or_skip()
-            schema = migrated_pg_schema(admin_url)
-            schemas.append((admin_url, schema))
-            settings = Settings(
-                data_dir=root, database_url=app_role_url(admin_url), db_schema=schema, amem=amem
-            )
+        root = data_dir or tmp_path / f"data{len(opened.services)}"
+        settings = opened.settings(backend, root, amem=amem)
         kw.setdefault("screen", screen)
-        services = open_services(settings, embedder=embedder, **kw)  # type: ignore[arg-type]
-        opened.append(services)
-        return services
+        return opened.open(settings, embedder=embedder, **kw)
 
     yield factory
-    for services in opened:
-        services.close()
-    for url, schema in schemas:
-        drop_schema(url, schema)
+    opened.close()

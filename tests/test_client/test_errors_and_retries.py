@@ -178,7 +178,7 @@ def signed_receipt() -> tuple[dict, list[dict]]:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-    from memvault.compliance.canonical import canonical_json
+    from memvault.canonical import canonical_json
 
     key = Ed25519PrivateKey.generate()
     public = key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)

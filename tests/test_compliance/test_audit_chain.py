@@ -18,8 +18,7 @@ from alembic import command
 from sqlalchemy import create_engine, text
 
 from memvault.audit.log import AuditLog
-from memvault.canonical import GENESIS
-from memvault.compliance.canonical import canonical_json
+from memvault.canonical import GENESIS, canonical_json
 from memvault.errors import InvalidRequest
 from memvault.keyring import Keyring
 from memvault.keyring._master import LocalMasterKey

@@ -15,8 +15,8 @@ from sqlalchemy import select, update
 from typer.testing import CliRunner
 
 from memvault import canonical as shared_canonical
+from memvault.canonical import NotCanonical, canonical_json, rfc3339
 from memvault.cli import app
-from memvault.compliance.canonical import NotCanonical, canonical_json, rfc3339
 from memvault.compliance.signatures import sign_document, sign_with_key_id, verify_document
 from memvault.errors import KeyNotFound
 from memvault.keyring import Keyring, SigningKeys
@@ -59,11 +59,9 @@ def test_rfc3339_is_utc_with_z_and_milliseconds() -> None:
 
 def test_the_vault_the_keyring_and_compliance_share_one_canonical_rule() -> None:
     from memvault.audit import log as audit
-    from memvault.compliance import canonical as compliance_canonical
-    from memvault.compliance import verify
+    from memvault.compliance import signatures, verify
 
-    assert compliance_canonical.canonical_json is shared_canonical.canonical_json
-    assert compliance_canonical.rfc3339 is shared_canonical.rfc3339
+    assert signatures.canonical_json is shared_canonical.canonical_json
     assert audit.event_hash is verify.event_hash is shared_canonical.event_hash
     assert audit.GENESIS is verify.GENESIS is shared_canonical.GENESIS
 

@@ -140,6 +140,9 @@ def test_kill9_under_traffic_then_restart_repairs_everything(tmp_path: Path) -> 
         for t in threads:
             t.start()
         time.sleep(TRAFFIC_SECONDS)
+        deadline = time.monotonic() + 180  # a loaded machine acknowledges slowly: wait for some
+        while len(ledger.acked) < 6 and time.monotonic() < deadline:
+            time.sleep(0.5)
         os.killpg(proc.pid, signal.SIGKILL)  # mid-flight, no warning
         proc.wait(timeout=30)
         halt.set()

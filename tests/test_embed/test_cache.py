@@ -16,6 +16,7 @@ from memvault.embed import (
     Vectors,
     cache_key,
 )
+from memvault.embed.base import Wrapped
 from memvault.scope import Scope
 from tests._helpers import run_threads
 
@@ -26,21 +27,13 @@ GLOBEX = Scope("globex", "alice", "planner")
 TEXTS = ["Alice is allergic to peanuts.", "She flies to Lisbon on Friday."]
 
 
-class CountingEmbedder:
+class CountingEmbedder(Wrapped):
     """Passes every call to a real embedder and records what reached it."""
 
     def __init__(self, inner: UseEmbedder | E5Embedder) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.document_batches: list[list[str]] = []
         self.queries: list[str] = []
-
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
-
-    @property
-    def dimension(self) -> int:
-        return self.inner.dimension
 
     @property
     def calls(self) -> int:

@@ -30,6 +30,21 @@ def _partition(user_id: str) -> str:
     return "u-" + hashlib.sha256(user_id.encode("utf-8")).hexdigest()[:32]
 
 
+SCOPE_INDEXES = {"user_id", "readers", "topic_tags", "is_active", "terms"}
+"""The payload fields a partition indexes: those of a search's scope filter."""
+
+
+def _indexed_fields(partition: Path) -> set[str]:
+    """The payload fields the partition stored at `partition` indexes."""
+    from qdrant_edge import EdgeShard
+
+    shard = EdgeShard.load(str(partition))
+    try:
+        return set(shard.info().payload_schema)
+    finally:
+        shard.close()
+
+
 def test_edge_upsert_creates_one_shard_folder_per_namespace(tmp_path: Path) -> None:
     index = EdgeIndex(tmp_path, DIM)
     index.upsert("t1", [point(axis(0))])
@@ -314,8 +329,6 @@ def test_edge_lru_under_concurrent_use_loses_nothing(tmp_path: Path) -> None:
 def test_edge_indexes_only_scope_fields_and_still_filters_on_the_others(tmp_path: Path) -> None:
     """A new partition indexes the fields of a search's scope filter; the rarely filtered ones
     (`agent_id`, `note_type`) are matched against the stored payload, correctly."""
-    from qdrant_edge import EdgeShard
-
     index = EdgeIndex(tmp_path, DIM)
     keep = point(axis(0), agent="a1", note_type="fact")
     other_agent = point(axis(1), agent="a2", note_type="fact")
@@ -333,17 +346,7 @@ def test_edge_indexes_only_scope_fields_and_still_filters_on_the_others(tmp_path
     assert ids(PointFilter(user_id="u1")) == {keep.id, knowledge.id}
     index.close()
 
-    shard = EdgeShard.load(str(tmp_path / _folder("t1") / _partition("u1")))
-    try:
-        assert set(shard.info().payload_schema) == {
-            "user_id",
-            "readers",
-            "topic_tags",
-            "is_active",
-            "terms",
-        }
-    finally:
-        shard.close()
+    assert _indexed_fields(tmp_path / _folder("t1") / _partition("u1")) == SCOPE_INDEXES
     # Dense vectors are paged in as searches touch them, not all at load (docs/index.md).
     config_file = tmp_path / _folder("t1") / _partition("u1") / "edge_config.json"
     assert json.loads(config_file.read_text())["vectors"]["dense"]["memory"] == "cold"
@@ -373,14 +376,4 @@ def test_edge_drops_the_retired_indexes_of_an_older_partition_and_answers_the_sa
     hits = reopened.search_dense("t1", axis(3), PointFilter(user_id="u1", readers_any=("a1",)), 3)
     assert hits[0].id == points[3].id
     reopened.close()
-    shard = EdgeShard.load(str(folder))
-    try:
-        assert set(shard.info().payload_schema) == {
-            "user_id",
-            "readers",
-            "topic_tags",
-            "is_active",
-            "terms",
-        }
-    finally:
-        shard.close()
+    assert _indexed_fields(folder) == SCOPE_INDEXES

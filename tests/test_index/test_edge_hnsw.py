@@ -176,13 +176,20 @@ def test_a_killed_build_leaves_the_partition_whole_and_is_retried(tmp_path, rng)
     index.close()
 
 
-def test_reopen_discards_a_half_built_copy_without_a_rebuild(tmp_path, rng) -> None:
+def _closed_partition_and_its_copy(tmp_path: Path, rng: np.random.Generator) -> tuple[Path, Path]:
+    """Alice's partition of 600 points in a closed index, and a copy of it where a build of
+    its HNSW graph would go (as a build would start it)."""
     index = _index(tmp_path)
     index.upsert(NS, _points(rng, 600))
     index.close()
     part = index.partition_path(NS, "alice")
     copy = _copy_folder(index)
     shutil.copytree(part, copy)
+    return part, copy
+
+
+def test_reopen_discards_a_half_built_copy_without_a_rebuild(tmp_path, rng) -> None:
+    part, copy = _closed_partition_and_its_copy(tmp_path, rng)
     (copy / BUILDING_FILE).touch()
     before = sorted(p.name for p in part.iterdir())
 
@@ -195,12 +202,7 @@ def test_reopen_discards_a_half_built_copy_without_a_rebuild(tmp_path, rng) -> N
 
 
 def test_reopen_swaps_in_a_finished_build(tmp_path, rng) -> None:
-    index = _index(tmp_path)
-    index.upsert(NS, _points(rng, 600))
-    index.close()
-    part = index.partition_path(NS, "alice")
-    copy = _copy_folder(index)
-    shutil.copytree(part, copy)
+    part, copy = _closed_partition_and_its_copy(tmp_path, rng)
     subprocess.run(
         [sys.executable, "-m", "memvault.index._edge_hnsw_child", str(copy), str(DIM)], check=True
     )

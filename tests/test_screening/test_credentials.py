@@ -93,32 +93,33 @@ def test_check_credential_family_refused(screen: Screen, text: str, family: str 
         assert family in {f.family for f in result.findings}
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "reset the password policy for the whole team",
-        "we need a bigger token budget for the summarizer",
-        "fixed in commit 3f786850e387550fdab836ed7e6dc881de23001b yesterday",
-        "ticket 123e4567-e89b-12d3-a456-426614174000 is closed now",
-        "set api_key to <YOUR_API_KEY> in the config file",
-        "export OPENAI_API_KEY=${OPENAI_API_KEY} before running",
-        'password = os.getenv("DB_PASSWORD") in settings.py',
-        "my password is strong",
-        "my password is too short, the site says",
-        "The password is written on a sticky note under the keyboard",
-        "I forgot my password again, so annoying",
-        "max_tokens: 4096 for the summary model",
-        "The token ring network was popular in the 90s",
-        "Use the secret sauce recipe from grandma",
-        "My PIN is in the drawer next to the passport",
-        "password: none required for the guest network",
-        "我今天去公园散步，天气很好，心情也不错。",
-        "密码是什么？我忘记了，得去重置一下",
-        "美国特勤局（英文：United Secret Service，缩写USSS）是美国联邦政府的执法机构",
-        "sha256 digest e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 ok",
-        "Caroline: I went to the LGBTQ support group yesterday and it was so powerful.",
-    ],
-)
+NEAR_MISSES = [
+    "reset the password policy for the whole team",
+    "we need a bigger token budget for the summarizer",
+    "fixed in commit 3f786850e387550fdab836ed7e6dc881de23001b yesterday",
+    "ticket 123e4567-e89b-12d3-a456-426614174000 is closed now",
+    "set api_key to <YOUR_API_KEY> in the config file",
+    "export OPENAI_API_KEY=${OPENAI_API_KEY} before running",
+    'password = os.getenv("DB_PASSWORD") in settings.py',
+    "my password is strong",
+    "my password is too short, the site says",
+    "The password is written on a sticky note under the keyboard",
+    "I forgot my password again, so annoying",
+    "max_tokens: 4096 for the summary model",
+    "The token ring network was popular in the 90s",
+    "Use the secret sauce recipe from grandma",
+    "My PIN is in the drawer next to the passport",
+    "password: none required for the guest network",
+    "我今天去公园散步，天气很好，心情也不错。",
+    "密码是什么？我忘记了，得去重置一下",
+    "美国特勤局（英文：United Secret Service，缩写USSS）是美国联邦政府的执法机构",
+    "sha256 digest e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 ok",
+    "Caroline: I went to the LGBTQ support group yesterday and it was so powerful.",
+]
+"""Prose about credentials, and values shaped like secrets that are not: accepted."""
+
+
+@pytest.mark.parametrize("text", NEAR_MISSES)
 def test_check_near_miss_accepted(screen: Screen, text: str) -> None:
     result = screen.check(text)
     assert result.verdict is Verdict.ACCEPT, result.detector

@@ -6,17 +6,17 @@ import pytest
 
 from memvault.screening import Screen, ScreenPolicy, Verdict
 
+EPHEMERAL = [
+    "I'll finish the quarterly report tomorrow morning",
+    "Deploy is waiting for confirmation from the ops team",
+    "Migration still running, check back later today",
+    "模型训练待跑，等确认后再发布",
+    "昨日的数据已经导出，明天完成清洗",
+]
+"""Texts about a passing state of things: accepted, flagged ephemeral."""
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "I'll finish the quarterly report tomorrow morning",
-        "Deploy is waiting for confirmation from the ops team",
-        "Migration still running, check back later today",
-        "模型训练待跑，等确认后再发布",
-        "昨日的数据已经导出，明天完成清洗",
-    ],
-)
+
+@pytest.mark.parametrize("text", EPHEMERAL)
 def test_check_temporal_signal_flagged_ephemeral(screen: Screen, text: str) -> None:
     result = screen.check(text)
     assert result.verdict is Verdict.ACCEPT

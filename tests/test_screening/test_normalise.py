@@ -117,16 +117,17 @@ def test_check_split_or_hidden_password_keyword_refused(screen: Screen, text: st
     assert result.findings[0].family == "password"
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "we need to pass code review before Friday",
-        "I'll pass word along to the team after lunch",
-        "the pass word was on everyone's lips after the match",
-        "A secret to good bread is patience, the baker said",
-        "p a s s the salt please, said my grandmother",
-    ],
-)
+SPLIT_KEYWORD_PROSE = [
+    "we need to pass code review before Friday",
+    "I'll pass word along to the team after lunch",
+    "the pass word was on everyone's lips after the match",
+    "A secret to good bread is patience, the baker said",
+    "p a s s the salt please, said my grandmother",
+]
+"""Prose in which a split keyword is only words: accepted."""
+
+
+@pytest.mark.parametrize("text", SPLIT_KEYWORD_PROSE)
 def test_check_split_keyword_prose_accepted(screen: Screen, text: str) -> None:
     result = screen.check(text)
     assert result.verdict is Verdict.ACCEPT, result.detector

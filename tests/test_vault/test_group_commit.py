@@ -277,16 +277,23 @@ def _assert_stored_once_and_found(services: Any, adds: list[tuple[Scope, str]]) 
         assert [h.note.id for h in hits] == [rows[0].id]
 
 
+def _three_users_crashing_once(
+    services: Any, text: str, words: str, step: str
+) -> tuple[list[tuple[Scope, str]], list[object]]:
+    """Users u0, u1 and u2 of tenant t1 each add `text` with one of `words`, as one batch that
+    crashes the first time `step` is reached: the adds and their outcomes."""
+    _tenants(services, "t1")
+    adds = [(Scope("t1", f"u{i}", "a"), text.format(w)) for i, w in enumerate(words.split())]
+    return adds, _one_batch_crashing_once(services, adds, step)
+
+
 def test_a_batch_that_fails_once_is_retried_job_by_job(
     make_services: ServicesFactory, backend: str
 ) -> None:
     services = make_services(backend)
-    _tenants(services, "t1")
-    adds = [
-        (Scope("t1", f"u{i}", "a"), f"Note {w} of the retried batch")
-        for i, w in enumerate(["north", "south", "east"])
-    ]
-    outcomes = _one_batch_crashing_once(services, adds, "after_upsert")
+    adds, outcomes = _three_users_crashing_once(
+        services, "Note {} of the retried batch", "north south east", "after_upsert"
+    )
     assert all(isinstance(o, Note) for o in outcomes), [type(o).__name__ for o in outcomes]
     _assert_stored_once_and_found(services, adds)
 
@@ -295,12 +302,9 @@ def test_a_crash_after_a_batch_commits_is_reported_and_never_rerun(
     make_services: ServicesFactory, backend: str
 ) -> None:
     services = make_services(backend)
-    _tenants(services, "t1")
-    adds = [
-        (Scope("t1", f"u{i}", "a"), f"Committed note {w}")
-        for i, w in enumerate(["amber", "cobalt", "scarlet"])
-    ]
-    outcomes = _one_batch_crashing_once(services, adds, "after_commit")
+    adds, outcomes = _three_users_crashing_once(
+        services, "Committed note {}", "amber cobalt scarlet", "after_commit"
+    )
     assert all(isinstance(o, Crash) for o in outcomes)  # like the process dying after commit
     # Committed once, never inserted again (nor taken for a twin); its vector is still there.
     _assert_stored_once_and_found(services, adds)

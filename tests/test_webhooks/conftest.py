@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from memvault.config import Settings
 from memvault.embed.base import Embedder
-from memvault.runtime.factory import Services, open_services
+from memvault.runtime.factory import Services
+from memvault.webhooks.hub import EVENT_TYPES
 from tests.apiclient import Api
-from tests.conftest import app_role_url, drop_schema, migrated_pg_schema, pg_url_or_skip
+from tests.conftest import OpenedServices
 
 
 @dataclass
@@ -109,31 +109,16 @@ def reopenable(
     """Opens services on one data dir and database (SQLite, or one PostgreSQL schema) each
     time it is called: a server stopped and started again. The delivery thread is off; tests
     drive `services.deliverer.run_once()` unless they start the services."""
-    opened: list[Services] = []
-    schema: list[tuple[str, str]] = []
-    settings = Settings(data_dir=tmp_path / "data", webhook_poll_seconds=0.05)
-    if backend == "postgres":
-        admin_url = pg_url_or_skip()
-        name = migrated_pg_schema(admin_url)
-        schema.append((admin_url, name))
-        settings = Settings(
-            data_dir=tmp_path / "data",
-            database_url=app_role_url(admin_url),
-            db_schema=name,
-            webhook_poll_seconds=0.05,
-        )
+    opened = OpenedServices()
+    settings = opened.settings(backend, tmp_path / "data", webhook_poll_seconds=0.05)
 
     def open_once() -> Services:
-        services = open_services(settings, embedder=embedder, screen=screen)  # type: ignore[arg-type]
+        services = opened.open(settings, embedder=embedder, screen=screen)
         services.deliverer.retry_base = 0.05
-        opened.append(services)
         return services
 
     yield open_once
-    for services in opened:
-        services.close()
-    for url, name in schema:
-        drop_schema(url, name)
+    opened.close()
 
 
 def key_id_of(token: str) -> str:
@@ -158,11 +143,4 @@ def drain(services: Services, until: Callable[[], bool], seconds: float = 10.0) 
         time.sleep(0.02)
 
 
-ALL_EVENTS = (
-    "memory.added",
-    "memory.updated",
-    "memory.deleted",
-    "memory.superseded",
-    "scope.erased",
-    "read.alert",
-)
+ALL_EVENTS = EVENT_TYPES

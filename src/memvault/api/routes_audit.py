@@ -63,28 +63,24 @@ def _export(services: Services, snap: ExportSnapshot) -> Iterator[bytes]:
         yield _line(record)
 
 
+_SINCE_SEQ_ONLY = [Depends(only_query_params("since_seq"))]
+
+
 @router.get(
-    "/v1/admin/audit/export",
+    "/v1/admin/audit",
+    name="audit",
+    description="The same export as `/v1/admin/audit/export` (the older path).",
     response_class=StreamingResponse,
-    dependencies=[Depends(only_query_params("since_seq"))],
+    dependencies=_SINCE_SEQ_ONLY,
+)
+@router.get(
+    "/v1/admin/audit/export", response_class=StreamingResponse, dependencies=_SINCE_SEQ_ONLY
 )
 def export_audit(
     principal: AuditReaderDep, services: ServicesDep, since_seq: SinceSeq = 0
 ) -> StreamingResponse:
     """The tenant's hash-chained audit events after `since_seq` as JSON lines, then a signed
     head line. Ids, counts and detector names only, never text; user ids are pseudonyms."""
-    return _respond(principal, services, since_seq)
-
-
-@router.get(
-    "/v1/admin/audit",
-    response_class=StreamingResponse,
-    dependencies=[Depends(only_query_params("since_seq"))],
-)
-def audit(
-    principal: AuditReaderDep, services: ServicesDep, since_seq: SinceSeq = 0
-) -> StreamingResponse:
-    """The same export as `/v1/admin/audit/export` (the older path)."""
     return _respond(principal, services, since_seq)
 
 

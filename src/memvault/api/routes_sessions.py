@@ -6,7 +6,7 @@ writes that name it are stored `provenance: untrusted` and never shared
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Request, Response
 from pydantic import BaseModel, Field
@@ -27,29 +27,33 @@ MAX_REASON_CHARS = 1_000
 
 SESSION_HEADER = "X-Session-Id"
 
-SessionHeader = Annotated[
-    str | None,
-    Header(
+
+def _session_header(description: str) -> Any:
+    """The optional `X-Session-Id` header (id grammar), documented for reads or writes."""
+    return Header(
         alias=SESSION_HEADER,
         min_length=1,
         max_length=128,
         pattern=ID_PATTERN,
-        description="The session this read is made in. While the session is marked untrusted "
+        description=description,
+    )
+
+
+SessionHeader = Annotated[
+    str | None,
+    _session_header(
+        "The session this read is made in. While the session is marked untrusted "
         "(`POST /v1/sessions/{session_id}/untrusted`) the read answers 423 `session_untrusted` "
-        "and returns no memory.",
+        "and returns no memory."
     ),
 ]
 
 WriteSessionHeader = Annotated[
     str | None,
-    Header(
-        alias=SESSION_HEADER,
-        min_length=1,
-        max_length=128,
-        pattern=ID_PATTERN,
-        description="The session this write is made in. While the session is marked untrusted "
-        "the memory is stored with `provenance: untrusted` and can never be shared: "
-        "`visibility: shared` or `readers` answer 422.",
+    _session_header(
+        "The session this write is made in. While the session is marked untrusted the memory "
+        "is stored with `provenance: untrusted` and can never be shared: `visibility: shared` "
+        "or `readers` answer 422."
     ),
 ]
 
@@ -86,10 +90,15 @@ def refuse_untrusted(
     try:
         marks.refuse_if_marked(caller.scope, session_id)
     except SessionUntrusted:
-        scope = caller.scope
-        subject = {"user_id": scope.user, "agent_id": scope.agent}
-        services.audit.record(scope.tenant, caller.key_id, "session.read_refused", subject=subject)
+        _audit(services, caller, "session.read_refused")
         raise
+
+
+def _audit(services: Services, caller: Principal, action: str, **details: object) -> None:
+    """Record `action` of the calling agent, its user and agent as the subject."""
+    scope = caller.scope
+    subject = {"user_id": scope.user, "agent_id": scope.agent}
+    services.audit.record(scope.tenant, caller.key_id, action, subject=subject, **details)
 
 
 def write_provenance(
@@ -106,15 +115,7 @@ def audit_share_refused(
     services: Services, caller: Principal, refused: UntrustedShare, **details: object
 ) -> None:
     """Audit an untrusted write refused for asking to share (the field, never a value)."""
-    scope = caller.scope
-    services.audit.record(
-        scope.tenant,
-        caller.key_id,
-        "note.share_refused",
-        subject={"user_id": scope.user, "agent_id": scope.agent},
-        field=refused.field,
-        **details,
-    )
+    _audit(services, caller, "note.share_refused", field=refused.field, **details)
 
 
 @router.post("/{session_id}/untrusted", dependencies=[Depends(only_query_params())])
@@ -130,16 +131,10 @@ def mark_untrusted(
     every memory read that names it in `X-Session-Id` answers 423 `session_untrusted`."""
     validate_new_id(session_id, "session_id")
     mark = marks.mark(caller.scope, session_id, reason=body.reason, ttl_s=body.ttl_s)
-    scope = caller.scope
-    services.audit.record(
-        scope.tenant,
-        caller.key_id,
-        "session.marked_untrusted",
-        subject={"user_id": scope.user, "agent_id": scope.agent},
-        ttl_s=body.ttl_s,
-        reason_tag=mark.reason_tag,
+    _audit(
+        services, caller, "session.marked_untrusted", ttl_s=body.ttl_s, reason_tag=mark.reason_tag
     )
-    services.alerts.note_session_marked(scope.tenant, caller.key_id, session_id)
+    services.alerts.note_session_marked(caller.scope.tenant, caller.key_id, session_id)
     return MarkOut(session_id=session_id, untrusted=True, expires_at=mark.expires_at)
 
 
@@ -153,12 +148,5 @@ def unmark_untrusted(
     """End a session's untrusted mark (204 whether or not it was marked)."""
     validate_new_id(session_id, "session_id")
     ended = marks.unmark(caller.scope, session_id)
-    scope = caller.scope
-    services.audit.record(
-        scope.tenant,
-        caller.key_id,
-        "session.unmarked",
-        subject={"user_id": scope.user, "agent_id": scope.agent},
-        ended=ended,
-    )
+    _audit(services, caller, "session.unmarked", ended=ended)
     return Response(status_code=204)

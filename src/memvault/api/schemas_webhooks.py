@@ -2,20 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, Field
 
 from memvault.api.schemas import Strict
-
-EventType = Literal[
-    "memory.added",
-    "memory.updated",
-    "memory.deleted",
-    "memory.superseded",
-    "scope.erased",
-    "read.alert",
-]
+from memvault.webhooks.hub import EventType
 
 
 class WebhookIn(Strict):

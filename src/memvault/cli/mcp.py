@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from memvault.cli.options import ServerUrl, agent_key_from_env, server_url
 from memvault.scope import is_valid_id
 
 if TYPE_CHECKING:
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
     from memvault.runtime.factory import Services
     from memvault.store.datadir import DataDirLock
 
-DEFAULT_URL = "http://127.0.0.1:8700"
 DEFAULT_HTTP_PORT = 8701
 
 Scope = MutableMapping[str, Any]
@@ -208,16 +208,13 @@ def add_mcp_command(
                 "--data-dir", help="With --embedded: data directory (default: MEMVAULT_DATA_DIR)"
             ),
         ] = None,
-        url: Annotated[
-            str | None,
-            typer.Option("--url", help=f"memvault server (default: MEMVAULT_URL or {DEFAULT_URL})"),
-        ] = None,
+        url: ServerUrl = None,
     ) -> None:
         """Serve the memory tools over MCP for the scope of MEMVAULT_API_KEY (an agent key)."""
-        api_key = os.environ.get("MEMVAULT_API_KEY", "").strip()
+        api_key = agent_key_from_env()
         if not api_key:
             _fail("MEMVAULT_API_KEY is not set (memvault mcp needs an agent key)")
-        base_url = url or os.environ.get("MEMVAULT_URL") or DEFAULT_URL
+        base_url = server_url(url)
         session_id = os.environ.get("MEMVAULT_SESSION_ID", "").strip() or None
         if session_id is not None:
             if embedded:

@@ -5,6 +5,7 @@ A module of its own, so the command modules can use them without importing `memv
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from memvault.runtime.factory import Services
     from memvault.store.datadir import DataDirLock
 
-__all__ = ["CliHelpers", "DataDir", "Tenants"]
+__all__ = ["DEFAULT_URL", "CliHelpers", "DataDir", "ServerUrl", "Tenants"]
 
 DataDir = Annotated[
     Path | None,
@@ -29,6 +30,24 @@ Tenants = Annotated[
     list[str] | None, typer.Option("--tenant", help="Only this tenant (repeatable)")
 ]
 """`--tenant`, repeatable: limit a maintenance command to these tenants (default: all)."""
+
+DEFAULT_URL = "http://127.0.0.1:8700"
+
+ServerUrl = Annotated[
+    str | None,
+    typer.Option("--url", help=f"memvault server (default: MEMVAULT_URL or {DEFAULT_URL})"),
+]
+"""`--url`: the memvault server an agent's command talks to (`server_url` resolves it)."""
+
+
+def server_url(url: str | None) -> str:
+    """`--url`, else env MEMVAULT_URL, else the local default."""
+    return url or os.environ.get("MEMVAULT_URL") or DEFAULT_URL
+
+
+def agent_key_from_env() -> str:
+    """Env MEMVAULT_API_KEY, stripped; empty when it is not set."""
+    return os.environ.get("MEMVAULT_API_KEY", "").strip()
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,12 @@ lives on the server, so every worker and every MCP process sees it.
 
 from __future__ import annotations
 
-import os
 from typing import Annotated
 
 import typer
 
+from memvault.cli.options import ServerUrl, agent_key_from_env, server_url
 from memvault.scope import is_valid_id
-
-DEFAULT_URL = "http://127.0.0.1:8700"
 
 
 def add_untrusted_command(app: typer.Typer) -> None:
@@ -30,22 +28,19 @@ def add_untrusted_command(app: typer.Typer) -> None:
         ] = "processed external content",
         ttl: Annotated[int, typer.Option(help="Seconds the mark lasts (at most 86400)")] = 300,
         end: Annotated[bool, typer.Option("--end", help="End the mark instead")] = False,
-        url: Annotated[
-            str | None,
-            typer.Option("--url", help=f"memvault server (default: MEMVAULT_URL or {DEFAULT_URL})"),
-        ] = None,
+        url: ServerUrl = None,
     ) -> None:
         """Mark a session of MEMVAULT_API_KEY's agent untrusted (or end the mark with --end)."""
         from memvault.client import Client, MemvaultError
 
-        api_key = os.environ.get("MEMVAULT_API_KEY", "").strip()
+        api_key = agent_key_from_env()
         if not api_key:
             typer.echo("error: MEMVAULT_API_KEY is not set (an agent key)", err=True)
             raise typer.Exit(1)
         if not is_valid_id(session_id):
             typer.echo("error: SESSION_ID must match the id grammar", err=True)
             raise typer.Exit(1)
-        base_url = url or os.environ.get("MEMVAULT_URL") or DEFAULT_URL
+        base_url = server_url(url)
         try:
             with Client(base_url, api_key) as client:
                 if end:

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 
+from memvault.canonical import rfc3339
 from memvault.compliance import inventory
-from memvault.compliance.canonical import rfc3339
 from memvault.compliance.job_claim import JobRunningElsewhere, claimed
 from memvault.compliance.receipts import signed_receipt
 from memvault.compliance.rotation_erasure import forget_subject

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from memvault.compliance.canonical import rfc3339
+from memvault.canonical import rfc3339
 from memvault.compliance.signatures import sign_document
 from memvault.keyring import SigningKeys
 

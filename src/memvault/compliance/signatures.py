@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from memvault.compliance.canonical import canonical_json
+from memvault.canonical import canonical_json
 from memvault.errors import VaultError
 
 if TYPE_CHECKING:  # the keyring needs the server's packages; verifying needs only cryptography

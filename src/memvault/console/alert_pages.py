@@ -38,7 +38,6 @@ def resume_key(
     request: Request, key_id: str, visitor: web.VisitorDep, _form: web.CheckedForm
 ) -> Response:
     """Lift a read alert's suspension of a key."""
-    web.require(request, visitor, web.ADMINS)
-    with web.shown_as_page():
-        routes_webhooks.resume_key(key_id, visitor.principal, web.services_of(request))
+    with web.acting(request, visitor, web.ADMINS) as services:
+        routes_webhooks.resume_key(key_id, visitor.principal, services)
     return web.redirect(f"/alerts?resumed={key_id}")

@@ -39,8 +39,7 @@ def verified(verdict: Verdict, receipt: dict[str, Any]) -> bool:
 
 @router.get("/erasures")
 def erasures_page(request: Request, visitor: web.VisitorDep) -> Response:
-    web.require(request, visitor, web.READERS)
-    with web.shown_as_page():
+    with web.acting(request, visitor, web.READERS):
         jobs = routes_erasure.erasures(request, visitor.principal, 100)["erasures"]
     return web.show(request, visitor, "erasures", jobs=jobs)
 
@@ -48,12 +47,11 @@ def erasures_page(request: Request, visitor: web.VisitorDep) -> Response:
 @router.post("/erasures")
 def start_erasure(request: Request, visitor: web.VisitorDep, form: web.CheckedForm) -> Response:
     """Start an erase job (the REST route's function: audited, durable, signed)."""
-    web.require(request, visitor, web.ADMINS)
-    with web.shown_as_page():
+    with web.acting(request, visitor, web.ADMINS) as services:
         body = EraseRequest(
             user_id=form.get("user_id", "").strip(), agent_id=web.field(form, "agent_id")
         )
-        answer = routes_erasure.erase(body, request, visitor.principal, web.services_of(request))
+        answer = routes_erasure.erase(body, request, visitor.principal, services)
     job_id = json.loads(bytes(answer.body))["id"]
     return web.redirect(f"/erasures/{job_id}")
 
@@ -81,8 +79,7 @@ def erasure_page(request: Request, job_id: str, visitor: web.VisitorDep) -> Resp
 @router.get("/erasures/{job_id}/receipt.json")
 def download_receipt(request: Request, job_id: str, visitor: web.VisitorDep) -> Response:
     """The signed receipt as `memvault receipt verify` takes it."""
-    web.require(request, visitor, web.READERS)
-    with web.shown_as_page():
+    with web.acting(request, visitor, web.READERS):
         job = routes_erasure.erasure(job_id, request, visitor.principal)
     if job["state"] != "done":
         raise web.ConsoleError(404, "no receipt for this erasure yet")
@@ -120,9 +117,8 @@ def audit_page(request: Request, visitor: web.VisitorDep) -> Response:
 @router.get("/audit/export")
 def export_audit(request: Request, visitor: web.VisitorDep) -> Response:
     """The signed export of `GET /v1/admin/audit/export` (audited as `audit.exported`)."""
-    web.require(request, visitor, web.READERS)
-    with web.shown_as_page():
-        response = routes_audit.export_audit(visitor.principal, web.services_of(request), 0)
+    with web.acting(request, visitor, web.READERS) as services:
+        response = routes_audit.export_audit(visitor.principal, services, 0)
     response.headers["Content-Disposition"] = f'attachment; filename="audit-{visitor.tenant}.jsonl"'
     response.headers.update(web.SECURITY_HEADERS)
     return response

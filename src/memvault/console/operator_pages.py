@@ -28,10 +28,9 @@ def tenants_page(request: Request, visitor: web.VisitorDep) -> Response:
 
 @router.post("/tenants")
 def create_tenant(request: Request, visitor: web.VisitorDep, form: web.CheckedForm) -> Response:
-    web.require(request, visitor, web.OPERATORS)
-    with web.shown_as_page():
+    with web.acting(request, visitor, web.OPERATORS) as services:
         body = CreateTenant(tenant_id=form.get("tenant_id", "").strip())
-        issued = routes_operator.create_tenant(body, visitor.principal, web.services_of(request))
+        issued = routes_operator.create_tenant(body, visitor.principal, services)
     return _tenants(request, visitor, created=issued.model_dump(), status=201)
 
 

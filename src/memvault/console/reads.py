@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import distinct, func, select
 
+from memvault.canonical import rfc3339
 from memvault.compliance.audit_export import records, snapshot
-from memvault.compliance.canonical import rfc3339
 from memvault.compliance.verify import Verdict, verify_audit_export
 from memvault.store.models import ApiKeyRow, NoteRow
 from memvault.store.scoping import OwnedBy, scoped_select

@@ -28,20 +28,16 @@ NOTE_TYPES = tuple(TtlDefaults.model_fields)
 
 @router.get("/users")
 def users_page(request: Request, visitor: web.VisitorDep) -> Response:
-    web.require(request, visitor, web.READERS)
-    with web.shown_as_page():
-        rows = reads.users(web.services_of(request), visitor.tenant)
+    with web.acting(request, visitor, web.READERS) as services:
+        rows = reads.users(services, visitor.tenant)
     return web.show(request, visitor, "users", users=rows)
 
 
 @router.get("/users/{user_id}")
 def user_page(request: Request, user_id: str, visitor: web.VisitorDep) -> Response:
     """The deletion inventory of one user: what each store holds about them, counts only."""
-    web.require(request, visitor, web.READERS)
-    with web.shown_as_page():
-        inventory = routes_erasure.deletion_inventory(
-            visitor.principal, web.services_of(request), user_id, None
-        )
+    with web.acting(request, visitor, web.READERS) as services:
+        inventory = routes_erasure.deletion_inventory(visitor.principal, services, user_id, None)
     return web.show(request, visitor, "users", "user.html", user_id=user_id, inventory=inventory)
 
 
@@ -54,14 +50,13 @@ def keys_page(request: Request, visitor: web.VisitorDep) -> Response:
 @router.post("/keys")
 def issue_key(request: Request, visitor: web.VisitorDep, form: web.CheckedForm) -> Response:
     """Issue a key; the response is the only place its secret ever appears."""
-    web.require(request, visitor, web.ADMINS)
-    with web.shown_as_page():
+    with web.acting(request, visitor, web.ADMINS) as services:
         body = IssueKey(
             user_id=form.get("user_id", "").strip(),
             agent_id=form.get("agent_id", "").strip(),
             role=form.get("role", "agent"),  # type: ignore[arg-type]
         )
-        issued = routes_admin.issue_key(body, visitor.principal, web.services_of(request))
+        issued = routes_admin.issue_key(body, visitor.principal, services)
     return _keys(request, visitor, issued=issued.model_dump(), revoked=None, status=201)
 
 
@@ -69,9 +64,8 @@ def issue_key(request: Request, visitor: web.VisitorDep, form: web.CheckedForm) 
 def revoke_key(
     request: Request, key_id: str, visitor: web.VisitorDep, _form: web.CheckedForm
 ) -> Response:
-    web.require(request, visitor, web.ADMINS)
-    with web.shown_as_page():
-        routes_admin.revoke_key(key_id, visitor.principal, web.services_of(request))
+    with web.acting(request, visitor, web.ADMINS) as services:
+        routes_admin.revoke_key(key_id, visitor.principal, services)
     return web.redirect(f"/keys?revoked={key_id}")
 
 
@@ -101,9 +95,8 @@ def _keys(
 
 @router.get("/refusals")
 def refusals_page(request: Request, visitor: web.VisitorDep) -> Response:
-    web.require(request, visitor, web.READERS)
-    with web.shown_as_page():
-        counts = routes_admin.refusals(visitor.principal, web.services_of(request))["refusals"]
+    with web.acting(request, visitor, web.READERS) as services:
+        counts = routes_admin.refusals(visitor.principal, services)["refusals"]
     rows = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     return web.show(
         request,

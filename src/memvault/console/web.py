@@ -210,6 +210,15 @@ def shown_as_page() -> Iterator[None]:
         raise ConsoleError(status, exc.message) from None
 
 
+@contextmanager
+def acting(request: Request, visitor: Visitor, roles: tuple[str, ...]) -> Iterator[Services]:
+    """A console handler's work: `require` one of `roles`, then run the block with the service's
+    errors shown as pages (`shown_as_page`); the block gets the app's services."""
+    require(request, visitor, roles)
+    with shown_as_page():
+        yield services_of(request)
+
+
 def secure_cookie(request: Request) -> bool:
     return request.url.scheme == "https"
 

@@ -28,3 +28,21 @@ class Embedder(Protocol):
 
     def embed_query(self, text: str) -> Vectors:
         """Shape (dimension,), unit length."""
+
+
+class Wrapped:
+    """The base of an embedder that passes its calls on to `inner` (a cache, a memo, a
+    counter): the model id and the vector length are the wrapped embedder's."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+
+    @property
+    def model_id(self) -> str:
+        """The wrapped embedder's model id."""
+        return self.inner.model_id
+
+    @property
+    def dimension(self) -> int:
+        """The wrapped embedder's vector length."""
+        return self.inner.dimension

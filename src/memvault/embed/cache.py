@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from memvault.embed.base import Embedder, Vectors
+from memvault.embed.base import Embedder, Vectors, Wrapped
 from memvault.observability import record, timed_call
 from memvault.scope import Scope
 
@@ -174,7 +174,7 @@ class EmbeddingCache:
                 del self._by_scope[scope]
 
 
-class CachedEmbedder:
+class CachedEmbedder(Wrapped):
     """An `Embedder` seen through an `EmbeddingCache`, per scope.
 
     Only misses reach the model, in one batch per call (duplicates within a batch are embedded
@@ -182,18 +182,8 @@ class CachedEmbedder:
     """
 
     def __init__(self, embedder: Embedder, cache: EmbeddingCache) -> None:
-        self._embedder = embedder
+        super().__init__(embedder)
         self._cache = cache
-
-    @property
-    def model_id(self) -> str:
-        """The wrapped embedder's model id."""
-        return self._embedder.model_id
-
-    @property
-    def dimension(self) -> int:
-        """The wrapped embedder's vector length."""
-        return self._embedder.dimension
 
     @property
     def cache(self) -> EmbeddingCache:
@@ -229,7 +219,7 @@ class CachedEmbedder:
         does what `embed_query` does. Either way the vector is cached as `embed_query` caches
         it, and the `embed`/`query` time runs from this call until the vector is in hand.
         """
-        submit = getattr(self._embedder, "submit_query", None)
+        submit = getattr(self.inner, "submit_query", None)
         if submit is None:
             return PendingQuery(lambda: self.embed_query(scope, text), elsewhere=False)
         start = time.perf_counter()
@@ -275,9 +265,9 @@ class CachedEmbedder:
         if missing:
             first_rows = [rows[0] for rows in missing.values()]
             if kind == QUERY:
-                fresh = self._embedder.embed_query(pairs[first_rows[0]][1]).reshape(1, -1)
+                fresh = self.inner.embed_query(pairs[first_rows[0]][1]).reshape(1, -1)
             else:
-                fresh = self._embedder.embed_documents([pairs[row][1] for row in first_rows])
+                fresh = self.inner.embed_documents([pairs[row][1] for row in first_rows])
             by_scope: dict[Scope, list[tuple[str, Vectors]]] = {}
             for (digest, rows), vector in zip(missing.items(), fresh, strict=True):
                 out[rows] = vector

@@ -147,24 +147,17 @@ class ApiKeys:
 
     def revoke(self, tenant: str, key_id: str) -> None:
         """Revoke a key of `tenant`; NotFound for a key id the tenant does not have."""
-        with self._changing(tenant) as sess:
-            result = sess.execute(
-                update(ApiKeyRow)
-                .where(
-                    ApiKeyRow.tenant_id == tenant,
-                    ApiKeyRow.key_id == key_id,
-                    ApiKeyRow.revoked_at.is_(None),
-                )
-                .values(revoked_at=self._clock())
-            )
-            if result.rowcount == 0:  # type: ignore[attr-defined]
-                raise NotFound("no such key")
+        self._change_live_key(tenant, key_id, revoked_at=self._clock())
 
     def suspend(self, tenant: str, key_id: str, *, suspended: bool = True) -> None:
         """Suspend a live key (a read alert), or resume it; NotFound for an unknown key.
 
         Checked in the same key lookup as revocation, so every worker refuses a suspended key
         once its verified-key cache (`cache_seconds`) lapses; this process's at once."""
+        self._change_live_key(tenant, key_id, suspended_at=self._clock() if suspended else None)
+
+    def _change_live_key(self, tenant: str, key_id: str, **values: float | None) -> None:
+        """Set `values` on a live (not revoked) key of `tenant`; NotFound when there is none."""
         with self._changing(tenant) as sess:
             result = sess.execute(
                 update(ApiKeyRow)
@@ -173,7 +166,7 @@ class ApiKeys:
                     ApiKeyRow.key_id == key_id,
                     ApiKeyRow.revoked_at.is_(None),
                 )
-                .values(suspended_at=self._clock() if suspended else None)
+                .values(**values)
             )
             if result.rowcount == 0:  # type: ignore[attr-defined]
                 raise NotFound("no such key")

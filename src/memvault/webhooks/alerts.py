@@ -28,15 +28,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
-
 from memvault.audit.log import AuditLog
 from memvault.canonical import rfc3339
 from memvault.ids import uuid7
 from memvault.observability import count_read_alert
 from memvault.store.database import Database
 from memvault.store.models import ReadAlertRow
-from memvault.webhooks.hub import Webhooks
+from memvault.webhooks.hub import Webhooks, newest_rows
 
 log = logging.getLogger(__name__)
 
@@ -324,20 +322,13 @@ class ReadAlerts:
 
     def list(self, tenant: str, limit: int = 100) -> list[dict[str, Any]]:
         """The tenant's most recent alerts, newest first."""
-        with self._db.session(tenant) as sess:
-            rows = sess.scalars(
-                select(ReadAlertRow)
-                .where(ReadAlertRow.tenant_id == tenant)
-                .order_by(ReadAlertRow.at.desc())
-                .limit(limit)
-            ).all()
-            return [
-                {
-                    "id": r.alert_id,
-                    "at": rfc3339(r.at),
-                    "key_id": r.key_id,
-                    "rule": r.rule,
-                    **json.loads(r.details),
-                }
-                for r in rows
-            ]
+        return [
+            {
+                "id": r.alert_id,
+                "at": rfc3339(r.at),
+                "key_id": r.key_id,
+                "rule": r.rule,
+                **json.loads(r.details),
+            }
+            for r in newest_rows(self._db, tenant, ReadAlertRow.at, limit)
+        ]

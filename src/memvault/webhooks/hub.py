@@ -17,10 +17,11 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
 from sqlalchemy import delete, select
+from sqlalchemy.orm import InstrumentedAttribute
 
 from memvault.canonical import canonical_json, rfc3339
 from memvault.errors import InvalidRequest, NotFound
@@ -31,14 +32,16 @@ from memvault.store.models import WebhookDeliveryRow, WebhookRow
 
 log = logging.getLogger(__name__)
 
-EVENT_TYPES = (
+EventType = Literal[
     "memory.added",
     "memory.updated",
     "memory.deleted",
     "memory.superseded",
     "scope.erased",
     "read.alert",
-)
+]
+"""The event types a webhook subscribes to (the API's `WebhookIn.events` admits these)."""
+EVENT_TYPES: tuple[str, ...] = get_args(EventType)
 AUDIT_EVENTS = {
     "note.added": "memory.added",
     "note.updated": "memory.updated",
@@ -291,22 +294,29 @@ class Webhooks:
 
     def deliveries(self, tenant: str, limit: int = 100) -> list[dict[str, Any]]:
         """The tenant's most recent deliveries (status, attempts; never the secret)."""
-        with self._db.session(tenant) as sess:
-            rows = sess.scalars(
-                select(WebhookDeliveryRow)
-                .where(WebhookDeliveryRow.tenant_id == tenant)
-                .order_by(WebhookDeliveryRow.created_at.desc())
-                .limit(limit)
+        rows = newest_rows(self._db, tenant, WebhookDeliveryRow.created_at, limit)
+        return [
+            {
+                "id": r.delivery_id,
+                "webhook_id": r.webhook_id,
+                "type": r.event_type,
+                "status": r.status,
+                "attempts": r.attempts,
+                "last_status": r.last_status,
+                "created_at": rfc3339(r.created_at),
+            }
+            for r in rows
+        ]
+
+
+def newest_rows(
+    db: Database, tenant: str, at: InstrumentedAttribute[float], limit: int
+) -> list[Any]:
+    """The `limit` newest rows of `tenant` in the table of column `at`, newest first by it."""
+    table = at.class_
+    with db.session(tenant) as sess:
+        return list(
+            sess.scalars(
+                select(table).where(table.tenant_id == tenant).order_by(at.desc()).limit(limit)
             ).all()
-            return [
-                {
-                    "id": r.delivery_id,
-                    "webhook_id": r.webhook_id,
-                    "type": r.event_type,
-                    "status": r.status,
-                    "attempts": r.attempts,
-                    "last_status": r.last_status,
-                    "created_at": rfc3339(r.created_at),
-                }
-                for r in rows
-            ]
+        )

@@ -1,5 +1,5 @@
 """Issue 33's disguised variant set, built from Nosey Parker's secret-rule rows, and the look-alike
-prose set: `.venv/bin/python -m bench.screening_disguises` (also part of `bench.screening`).
+prose set, part of `bench.screening` (`--disguises` runs only this part).
 
 Each secret-rule row is rewritten once per disguise and screened; recall per disguise is the
 share refused `credential_refused`. Row-wide disguises rewrite the row as written (confusables,
@@ -119,16 +119,3 @@ def format_disguises(recall: dict[str, tuple[int, int]], lookalikes: tuple[int, 
         f"Look-alike prose set: {lookalikes[0]} sentences, {lookalikes[1]} refused.",
     ]
     return "\n".join(lines)
-
-
-def main() -> None:
-    from bench.screening import is_credential_row, load_noseyparker, shared_data_dir
-
-    screen = Screen()
-    rows = load_noseyparker(shared_data_dir())
-    texts = [str(r["text"]) for r in rows if is_credential_row(r)]
-    print(format_disguises(disguised_recall(screen, texts), lookalike_refusals(screen)))
-
-
-if __name__ == "__main__":
-    main()

@@ -9,29 +9,27 @@ users one by one as signed-receipt jobs, alternating the scrub on and off (off: 
 `scrub` replaced by a no-op for that erase), so both halves share the machine's load, and it
 times the scrub alone. Prints one JSON object: medians and the on/off ratio from one run.
 
-Run: .venv/bin/python -m bench.pg_scrub [--notes 200] [--users 6] [--scopes 5000]
-(MEMVAULT_TEST_DATABASE_URL: a superuser URL; default postgresql+psycopg://postgres@127.0.0.1/test;
-the server needs wal_recycle = off)
+The `scrub` scenario of `bench.scale` (PostgreSQL only: it needs `--database-url`, a superuser
+URL; the server needs wal_recycle = off):
+.venv/bin/python -m bench.scale --scenario scrub --database-url URL [--scrub-notes 200]
+[--scrub-users 6] [--scrub-scopes 5000]
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
-import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from bench._harness import arg_parser, sentence
+from bench._harness import autocommit, sentence
 from memvault.compliance.wiring import install
 from memvault.config import Settings
 from memvault.embed import make_embedder
@@ -39,15 +37,6 @@ from memvault.runtime.factory import Services, open_services
 from memvault.scope import Scope
 from memvault.store.database import upgrade_database
 from memvault.vault.drafts import NoteDraft
-
-DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-
-
-def _autocommit(url: str, statement: str) -> None:
-    engine = create_engine(url, isolation_level="AUTOCOMMIT")
-    with engine.connect() as conn:
-        conn.execute(text(statement))
-    engine.dispose()
 
 
 def erase_seconds(services: Services, user: str) -> float:
@@ -62,13 +51,13 @@ def erase_seconds(services: Services, user: str) -> float:
 def measure(services: Services, args: argparse.Namespace) -> dict[str, Any]:
     services.tenants.create("bench")
     keyring = services.keyring
-    for i in range(args.scopes):  # other users' data keys: what VACUUM FULL rewrites
+    for i in range(args.scrub_scopes):  # other users' data keys: what VACUUM FULL rewrites
         keyring.aead_for(Scope("bench", f"other{i}", "a1"))
-    users = [f"erased{i}" for i in range(args.users)]
+    users = [f"erased{i}" for i in range(args.scrub_users)]
     for user in users:
         view = services.vault.scoped(Scope("bench", user, "a1"))
-        for start in range(0, args.notes, 100):
-            size = min(100, args.notes - start)
+        for start in range(0, args.scrub_notes, 100):
+            size = min(100, args.scrub_notes - start)
             view.add_many([NoteDraft(f"{user} {sentence(start + i)}") for i in range(size)])
     store: Any = keyring._store  # the bench switches the scrub off and on
     scrub = store.scrub
@@ -90,8 +79,8 @@ def measure(services: Services, args: argparse.Namespace) -> dict[str, Any]:
         alone.append(time.perf_counter() - start)
     on, off = statistics.median(with_scrub), statistics.median(without)
     return {
-        "notes_per_user": args.notes,
-        "keystore_data_keys": args.scopes + args.users,
+        "notes_per_user": args.scrub_notes,
+        "keystore_data_keys": args.scrub_scopes + args.scrub_users,
         "erase_s_with_scrub": [round(s, 3) for s in with_scrub],
         "erase_s_without_scrub": [round(s, 3) for s in without],
         "median_with_scrub_s": round(on, 3),
@@ -101,17 +90,23 @@ def measure(services: Services, args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = arg_parser(__doc__)
-    parser.add_argument("--notes", type=int, default=200)
-    parser.add_argument("--users", type=int, default=6)
-    parser.add_argument("--scopes", type=int, default=5000)
-    args = parser.parse_args(argv)
-    admin = os.environ.get("MEMVAULT_TEST_DATABASE_URL", DEFAULT_URL)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of the scrub scenario."""
+    parser.add_argument("--scrub-notes", type=int, default=200, help="notes per erased user")
+    parser.add_argument("--scrub-users", type=int, default=6, help="users erased, alternating")
+    parser.add_argument("--scrub-scopes", type=int, default=5000, help="other data keys held")
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Build the scale path on PostgreSQL, erase with and without the scrub, return the figures
+    (skipped without `--database-url`: the scrub exists on PostgreSQL only)."""
+    if not args.database_url:
+        return {"skipped": "the keystore scrub exists on PostgreSQL only (--database-url)"}
+    admin = args.database_url
     schema = "mvbench_" + uuid.uuid4().hex[:10]
     keystore_db = "mvbenchks_" + uuid.uuid4().hex[:10]
     upgrade_database(admin, schema=schema)
-    _autocommit(admin, f'CREATE DATABASE "{keystore_db}"')
+    autocommit(admin, f'CREATE DATABASE "{keystore_db}"')
     try:
         with tempfile.TemporaryDirectory() as tmp:
             os.environ["MV_BENCH_MASTER"] = base64.b64encode(os.urandom(32)).decode()
@@ -135,11 +130,6 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 services.close()
     finally:
-        _autocommit(admin, f'DROP DATABASE IF EXISTS "{keystore_db}" WITH (FORCE)')
-        _autocommit(admin, f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-    print(json.dumps(result, indent=2))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        autocommit(admin, f'DROP DATABASE IF EXISTS "{keystore_db}" WITH (FORCE)')
+        autocommit(admin, f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    return result
