@@ -22,6 +22,15 @@ class InvalidRequest(VaultError):
     code = "invalid_request"
 
 
+class UntrustedShare(InvalidRequest):
+    """A write made in a session marked untrusted asked for sharing (`field`: `visibility` or
+    `readers`): an untrusted note stays private to its owner (422 `invalid_request`)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(message)
+
+
 class NotFound(VaultError):
     """The thing does not exist, or lies outside the caller's readable scopes (never 403)."""
 

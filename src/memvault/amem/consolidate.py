@@ -49,9 +49,10 @@ def plan_consolidation(notes: Sequence[NoteView], threshold: float) -> list[Merg
     Eligible notes are the caller's own memory notes with a vector: never a `knowledge` note
     (durable reference, openclaw-amem keeps it out of consolidation), a shared note, a note the
     caller may not write, or a note marked `conflict` (it waits for a human; merging would bury
-    the contradiction). Notes are compared only within one category (None counts as "General")
-    and one `ephemeral` flag (a durable fact absorbed into an ephemeral note would expire with
-    it), and only to vectors of the same length.
+    the contradiction). Notes are compared only within one category (None counts as "General"),
+    one `ephemeral` flag (a durable fact absorbed into an ephemeral note would expire with it)
+    and one provenance (a note written in an untrusted session never joins a trusted one's
+    group: `memvault.vault.provenance`), and only to vectors of the same length.
 
     Clustering is complete-link agglomerative: every pair inside a group has cosine >=
     `threshold`, and the most similar pair of groups merges first. Single-link would let a chain
@@ -68,7 +69,7 @@ def plan_consolidation(notes: Sequence[NoteView], threshold: float) -> list[Merg
     """
     if not (isinstance(threshold, int | float) and 0.0 < threshold <= 1.0):
         raise ValueError("threshold must be in (0, 1]")
-    partitions: dict[tuple[str, bool, int], list[tuple[NoteView, Matrix]]] = defaultdict(list)
+    partitions: dict[tuple[str, bool, bool, int], list[tuple[NoteView, Matrix]]] = defaultdict(list)
     seen: set[str] = set()
     for note in sorted(notes, key=lambda n: (n.created_at, n.id)):
         if note.id in seen:
@@ -76,11 +77,11 @@ def plan_consolidation(notes: Sequence[NoteView], threshold: float) -> list[Merg
         seen.add(note.id)
         vector = _eligible_vector(note)
         if vector is not None:
-            key = (_category(note), note.ephemeral, int(vector.shape[0]))
+            key = (_category(note), note.ephemeral, note.untrusted, int(vector.shape[0]))
             partitions[key].append((note, vector))
 
     groups: list[tuple[tuple[float, str], MergeGroup]] = []
-    for (category, _, _), members in partitions.items():
+    for (category, _, _, _), members in partitions.items():
         if len(members) < 2:
             continue
         vectors = np.stack([v for _, v in members])

@@ -19,7 +19,9 @@ An UPDATE or DELETE takes effect only when corroborated: the pair's cosine is at
 embedding model's relatedness threshold (`link`) and the offline judge does not call the pair NEW.
 Otherwise the fact is stored as NEW with the reason `uncorroborated` or `not_related`, counted
 (`memvault_amem_gate_downgrades`) and audited by the caller; a model's answer alone can never
-end an unrelated note.
+end an unrelated note. Likewise `provenance` when the dialogue came from a session marked
+untrusted and the note did not, or the other way round: such a fact never ends or replaces a
+note of the other provenance (`memvault.vault.provenance`).
 
 An answer that cannot be trusted (a number never shown, an unknown action, an exception) is
 replaced by the offline `HeuristicJudge`'s answer and marked `judge_rejected`
@@ -48,6 +50,7 @@ from memvault.observability import count_gate_downgrade
 from memvault.scope import may_write
 from memvault.vault.fields import MAX_QUERY_CHARS, MAX_SEARCH_LIMIT, MAX_TEXT_CHARS, check_string
 from memvault.vault.notes import Note
+from memvault.vault.provenance import TRUSTED, Provenance, check_provenance, same_provenance
 from memvault.vault.service import ScopedVault
 from memvault.vault.validity import invalidate
 
@@ -61,8 +64,10 @@ MAX_FACTS = 100
 TURN_REFUSALS = ("credential_refused", "pii_refused")
 """Screen refusals that drop a whole turn (`DialogueGate._screen_turns`)."""
 
-DOWNGRADE_REASONS = ("uncorroborated", "not_related")
-"""Why an UPDATE or DELETE was stored as NEW instead (`DialogueDecision.reason`)."""
+DOWNGRADE_REASONS = ("uncorroborated", "not_related", "provenance")
+"""Why an UPDATE or DELETE was stored as NEW instead (`DialogueDecision.reason`);
+`provenance`: the dialogue and the target note differ in provenance (one of them came from a
+session marked untrusted), and A-MEM never lets the one end or replace the other."""
 
 GateAction = Literal["NEW", "UPDATE", "DELETE", "NONE", "REFUSED"]
 
@@ -115,10 +120,20 @@ class DialogueGate:
     `candidates` is how many similar notes the judge sees for each fact.
     """
 
-    def __init__(self, view: ScopedVault, judge: Judge, *, candidates: int = 5) -> None:
+    def __init__(
+        self,
+        view: ScopedVault,
+        judge: Judge,
+        *,
+        candidates: int = 5,
+        provenance: Provenance = TRUSTED,
+    ) -> None:
         if isinstance(candidates, bool) or not 1 <= candidates <= MAX_SEARCH_LIMIT:
             raise ValueError(f"candidates must be 1-{MAX_SEARCH_LIMIT}")
         self.view = view
+        self.provenance = check_provenance(provenance)
+        """`untrusted`: the dialogue came from a session marked untrusted; its facts are
+        stored so, and never end or replace a trusted note."""
         self.judge = judge
         self.candidates = candidates
         self.fallback: Judge
@@ -214,7 +229,11 @@ class DialogueGate:
         decision, reason = self._decide(fact, shown)
         target = notes[decision.number - 1] if decision.number is not None else None
         if target is not None and decision.action in ("UPDATE", "DELETE"):
-            downgrade = self._uncorroborated(fact, target)
+            downgrade = (
+                "provenance"
+                if not same_provenance(target.provenance, self.provenance)
+                else self._uncorroborated(fact, target)
+            )
             if downgrade is not None:
                 count_gate_downgrade(downgrade)
                 decision, reason, target = FactDecision("NEW", None, fact), downgrade, None
@@ -238,9 +257,9 @@ class DialogueGate:
         """Write one decision; a refusal or a lost race becomes REFUSED / NONE, never an error."""
         try:
             if note_id is None:
-                note_id = self.view.add(text).id
+                note_id = self.view.add(text, provenance=self.provenance).id
             elif action == "UPDATE":
-                newer = self.view.add(text).id
+                newer = self.view.add(text, provenance=self.provenance).id
                 relate(self.view, newer, note_id, "UPDATE")
                 return DialogueDecision(action, index, newer, reason, note_id)
             else:

@@ -86,6 +86,7 @@ def as_views(view: ScopedVault, notes: Sequence[Note]) -> list[NoteView]:
             ephemeral="ephemeral" in n.flags,
             conflict="conflict" in n.flags,
             vector=vector.tolist(),
+            untrusted=n.provenance == "untrusted",
         )
         for n, vector in zip(notes, vectors, strict=True)
     ]

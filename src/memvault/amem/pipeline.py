@@ -5,8 +5,9 @@ restatement (`duplicate_of`), evolution (EVOLVE → `supersedes`, EXPAND → `ex
 Every candidate comes from one dense search with the caller's scope filter inside the store,
 so nothing here ever reads, links or changes a note of another scope. No text moves between
 notes: decisions become relations (`amem/relating.py`), typed only between notes every reader
-of either may read. A neighbour's context and tags evolve only under the same condition and
-when the caller may write it; the strings are screened first.
+of either may read and of the same provenance (trusted, or written in an untrusted session). A
+neighbour's context and tags evolve only under the same conditions and when the caller may write
+it; the strings are screened first.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from memvault.store.models import NoteRow
 from memvault.store.scoping import parse_member_list
 from memvault.vault.links import put_link
 from memvault.vault.notes import Note
+from memvault.vault.provenance import same_provenance
 from memvault.vault.relations import annotate_notes, may_relate
 from memvault.vault.sessions import enrichment_embed_text
 
@@ -89,9 +91,9 @@ class AmemPipeline:
         neighbours' context and tags. No text moves between notes (`amem/relating.py`)."""
         near = self._candidates(note)
         agent = self._view.scope.agent
-        # Only a note every reader of either may read, and the caller may write, is judged;
-        # the others can only be linked (`may_relate`).
-        kin = [c for c in near if c.writable_by(agent) and may_relate(c.row, self._row(note))]
+        # Only a note every reader of either may read, the caller may write, and of the same
+        # provenance is judged; the others can only be linked (`may_relate`, `same_provenance`).
+        kin = [c for c in near if c.writable_by(agent) and self._kin(c, note)]
         same_day = [
             c
             for c in kin
@@ -158,6 +160,14 @@ class AmemPipeline:
         notes = annotate_notes(self._view, [self._view.note_of(rows[h.id]) for h in kept])
         return [Near(rows[h.id], n, h.score) for h, n in zip(kept, notes, strict=True)]
 
+    def _kin(self, near: Near, note: Note) -> bool:
+        """Whether A-MEM may relate `note` to `near` by kind or evolve one from the other:
+        the same readers (`may_relate`) and the same provenance (an untrusted note never
+        supersedes, restates or rewrites a trusted one, nor the other way round)."""
+        return may_relate(near.row, self._row(note)) and same_provenance(
+            near.note.provenance, note.provenance
+        )
+
     def _row(self, note: Note) -> NoteRow:
         if self._note_row is None or self._note_row.id != note.id:
             self._note_row = self._view.readable_row(note.id)
@@ -188,8 +198,9 @@ class AmemPipeline:
     def _evolve_neighbours(self, note: Note, neighbours: Sequence[Near]) -> None:
         agent = self._view.scope.agent
         for n in neighbours:
-            if not n.writable_by(agent) or not may_relate(n.row, self._row(note)):
-                continue  # linked, never changed: its readers may not read the new note
+            if not n.writable_by(agent) or not self._kin(n, note):
+                continue  # linked, never changed: its readers may not read the new note, or
+                # one of the two was written in an untrusted session and the other not
             update = self._judge.evolve_neighbour(note.text, n.candidate(1))
             if update is None:
                 continue

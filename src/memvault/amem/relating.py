@@ -21,6 +21,9 @@ A relation that hides a note (`supersedes`, `duplicate_of`) or joins them by kin
 only between notes with the same storage scope, owner, visibility and readers, and only when
 the caller may write the older note (`may_relate`); otherwise a plain `link` joins them, so no
 reader's view of a note changes because of a note it cannot read. Both notes keep their text.
+Likewise only between notes of the same provenance (`memvault.vault.provenance`): a note
+written in an untrusted session and a trusted note are only ever linked, so an injected page
+can never make its note the current version of a trusted fact.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from memvault.errors import NotFound, PermissionDenied
 from memvault.vault.links import put_link
+from memvault.vault.provenance import same_provenance
 from memvault.vault.relations import (
     CONFLICTS_WITH,
     DUPLICATE_OF,
@@ -187,6 +191,8 @@ def relate(view: ScopedVault, newer_id: str, older_id: str, action: str) -> str 
         typed = kind is not None and may_relate(newer, older)
         if typed:
             view.writable_row(older_id)
+            # an untrusted note never supersedes, restates or joins a trusted one (or back)
+            typed = same_provenance(view.note_of(newer).provenance, view.note_of(older).provenance)
     except NotFound:
         return None
     except PermissionDenied:

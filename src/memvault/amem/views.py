@@ -45,6 +45,8 @@ class NoteView:
     ephemeral: bool = False
     conflict: bool = False
     vector: Sequence[float] | None = field(default=None, compare=False, repr=False)
+    untrusted: bool = False
+    """Written in a session marked untrusted: grouped only with notes of the same provenance."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,18 @@ def audit_note(
     services.audit.record(scope.tenant, caller.key_id, action, subject=subject, **details)
 
 
+def provenance_details(note: Note) -> dict[str, object]:
+    """`{"provenance": "untrusted"}` for a note written in an untrusted session, else nothing
+    (an event without it is of a trusted note, as a note without the attribute is)."""
+    return {"provenance": note.provenance} if note.provenance == "untrusted" else {}
+
+
 def added_details(note: Note) -> dict[str, object]:
-    """The details of a `note.added` event: the note's visibility and how many spans the
-    screen redacted and flagged (counts, never the spans)."""
-    return {"visibility": note.visibility, "redacted": len(note.redacted), "flags": len(note.flags)}
+    """The details of a `note.added` event: the note's visibility, how many spans the
+    screen redacted and flagged (counts, never the spans), and an untrusted provenance."""
+    return {
+        "visibility": note.visibility,
+        "redacted": len(note.redacted),
+        "flags": len(note.flags),
+        **provenance_details(note),
+    }

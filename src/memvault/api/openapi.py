@@ -92,8 +92,9 @@ IDEMPOTENCY_KEY_PARAMETER: dict[str, Any] = {
     "name": "Idempotency-Key",
     "in": "header",
     "required": False,
-    "description": "Retry-safe writes: the same key with the same request replays the first "
-    "response (with `Idempotent-Replayed: true`) for 24 h; with another request it is 409. "
+    "description": "Retry-safe writes: the same key with the same request (method, path, "
+    "query, body and `X-Session-Id`) replays the first response (with `Idempotent-Replayed: "
+    "true`) for 24 h; with another request it is 409. "
     "1-255 printable ASCII characters.",
     "schema": {"type": "string", "pattern": "^[!-~]([ -~]{0,253}[!-~])?$"},
 }

@@ -12,6 +12,7 @@ from memvault.amem.dialogue import MAX_CONTENT_CHARS, MAX_MESSAGES
 from memvault.amem.service import Amem
 from memvault.amem.wiring import installed
 from memvault.api.deps import AgentDep, ScopedVaultDep, ServicesDep, only_query_params
+from memvault.api.routes_sessions import UntrustedDep, WriteSessionHeader, write_provenance
 from memvault.api.schemas import Strict, Text
 from memvault.errors import Conflict
 from memvault.runtime.factory import Services
@@ -39,7 +40,8 @@ class DialogueDecisionOut(BaseModel):
     reason: str | None = Field(
         description="A short code: the detector for REFUSED, `judge_rejected`, "
         "`judge_unavailable`, `not_writable`, `not_found`, or `uncorroborated` / `not_related` "
-        "when an UPDATE or DELETE lacked corroboration and the fact was stored as NEW."
+        "when an UPDATE or DELETE lacked corroboration and the fact was stored as NEW "
+        "(`provenance`: the dialogue and the note differ in provenance)."
     )
     target_id: str | None = Field(
         default=None, description="UPDATE: the older note the new one supersedes."
@@ -77,14 +79,22 @@ def _amem(services: Services) -> Amem:
 
 @router.post("/v1/dialogues", dependencies=[Depends(only_query_params())])
 def dialogue(
-    body: DialogueIn, vault: ScopedVaultDep, caller: AgentDep, services: ServicesDep
+    body: DialogueIn,
+    vault: ScopedVaultDep,
+    caller: AgentDep,
+    services: ServicesDep,
+    marks: UntrustedDep,
+    x_session_id: WriteSessionHeader = None,
 ) -> DialogueOut:
     """Extract facts from the user and assistant turns and decide, for each, NEW / UPDATE /
-    DELETE / NONE against the caller's notes (tool and system output is never stored)."""
+    DELETE / NONE against the caller's notes (tool and system output is never stored). In a
+    session marked untrusted the facts are stored `untrusted` and never end or replace a
+    trusted note (`provenance`)."""
     from memvault.amem.dialogue import DOWNGRADE_REASONS, DialogueGate
 
     amem = _amem(services)
-    gate = DialogueGate(vault, amem.judge_for(vault.scope.tenant))
+    provenance = write_provenance(marks, caller, x_session_id)
+    gate = DialogueGate(vault, amem.judge_for(vault.scope.tenant), provenance=provenance)
     decisions = gate.process([(m.role, m.content) for m in body.messages], dry_run=body.dry_run)
     services.audit.record(
         vault.scope.tenant,
@@ -94,6 +104,7 @@ def dialogue(
         facts=len(decisions),
         dry_run=int(body.dry_run),
         downgraded=sum(d.reason in DOWNGRADE_REASONS for d in decisions),
+        **({"provenance": provenance} if provenance == "untrusted" else {}),
     )
     return DialogueOut(
         decisions=[

@@ -18,12 +18,17 @@ from memvault.api.deps import AgentDep, ScopedVaultDep, ServicesDep, only_query_
 from memvault.api.errors import bounded, describe_validation_errors
 from memvault.api.lanes import in_write_pool
 from memvault.api.note_events import added_details
+from memvault.api.routes_sessions import (
+    UntrustedDep,
+    WriteSessionHeader,
+    write_provenance,
+)
 from memvault.api.schemas import AddMemory, NoteOut
 from memvault.api.schemas_batch import AddMemoryBatch, BatchItemError, BatchResponse, ItemError
-from memvault.errors import InvalidRequest, ScreenRefused, VaultError
+from memvault.errors import InvalidRequest, ScreenRefused, UntrustedShare, VaultError
 from memvault.vault.batch_add import add_each
 from memvault.vault.drafts import NoteDraft
-from memvault.vault.notes import Note
+from memvault.vault.notes import Note, Provenance
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 
@@ -32,7 +37,7 @@ def _error(exc: VaultError) -> BatchItemError:
     return BatchItemError(error=ItemError(code=exc.code, message=bounded(exc.message)))
 
 
-def _draft(item: object) -> NoteDraft | VaultError:
+def _draft(item: object, provenance: Provenance) -> NoteDraft | VaultError:
     """One item as a draft, validated like the body of `POST /v1/memories`, or its error."""
     if not isinstance(item, dict):
         return InvalidRequest("an item must be an object with the fields of POST /v1/memories")
@@ -52,20 +57,28 @@ def _draft(item: object) -> NoteDraft | VaultError:
         body.ttl_days,
         body.session_id,
         body.occurred_at,
+        provenance,
     )
 
 
 @router.post("/batch", dependencies=[Depends(only_query_params())])
 @in_write_pool
 def add_memories(
-    body: AddMemoryBatch, vault: ScopedVaultDep, caller: AgentDep, services: ServicesDep
+    body: AddMemoryBatch,
+    vault: ScopedVaultDep,
+    caller: AgentDep,
+    services: ServicesDep,
+    marks: UntrustedDep,
+    x_session_id: WriteSessionHeader = None,
 ) -> BatchResponse:
     """Screen, encrypt and store up to 256 memories; answers one result per item, in order.
 
     Same scope and rules as `POST /v1/memories` for every item. An item refused by the screen
-    or invalid is answered with its error; the others are stored (200 either way).
+    or invalid is answered with its error; the others are stored (200 either way). In a session
+    marked untrusted every item is stored `untrusted`, and an item asking to share is refused.
     """
-    drafts = [_draft(item) for item in body.items]
+    provenance = write_provenance(marks, caller, x_session_id)
+    drafts = [_draft(item, provenance) for item in body.items]
     valid = [d for d in drafts if isinstance(d, NoteDraft)]
     stored = iter(add_each(vault, valid) if valid else [])
     outcomes = [next(stored) if isinstance(d, NoteDraft) else d for d in drafts]
@@ -80,6 +93,13 @@ def add_memories(
     ]
     if events:
         services.audit.record_many(scope.tenant, caller.key_id, "note.added", events)
+    refused = [
+        ({"user_id": scope.user, "agent_id": scope.agent}, {"field": o.field, "item": i})
+        for i, o in enumerate(outcomes)
+        if isinstance(o, UntrustedShare)
+    ]
+    if refused:  # as `audit_share_refused` records one, for each item refused
+        services.audit.record_many(scope.tenant, caller.key_id, "note.share_refused", refused)
     return BatchResponse(
         results=[NoteOut.of(o) if isinstance(o, Note) else _error(o) for o in outcomes]
     )

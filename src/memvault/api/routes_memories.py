@@ -17,9 +17,16 @@ from memvault.api.deps import (
     tenant_of,
 )
 from memvault.api.lanes import in_read_lane, in_write_pool
-from memvault.api.note_events import added_details, audit_note
+from memvault.api.note_events import added_details, audit_note, provenance_details
 from memvault.api.read_alerts import observe_read
-from memvault.api.routes_sessions import SessionHeader, UntrustedDep, refuse_untrusted
+from memvault.api.routes_sessions import (
+    SessionHeader,
+    UntrustedDep,
+    WriteSessionHeader,
+    audit_share_refused,
+    refuse_untrusted,
+    write_provenance,
+)
 from memvault.api.schemas import (
     AddMemory,
     LinkMemories,
@@ -30,6 +37,7 @@ from memvault.api.schemas import (
     SearchResult,
     UpdateMemory,
 )
+from memvault.errors import UntrustedShare
 from memvault.vault.fields import MAX_LIST_LIMIT, MAX_OFFSET
 from memvault.vault.paging import MAX_CURSOR_CHARS
 
@@ -39,20 +47,32 @@ router = APIRouter(prefix="/v1/memories", tags=["memories"])
 @router.post("", status_code=201, dependencies=[Depends(only_query_params())])
 @in_write_pool
 def add_memory(
-    body: AddMemory, vault: ScopedVaultDep, caller: AgentDep, services: ServicesDep
+    body: AddMemory,
+    vault: ScopedVaultDep,
+    caller: AgentDep,
+    services: ServicesDep,
+    marks: UntrustedDep,
+    x_session_id: WriteSessionHeader = None,
 ) -> NoteOut:
-    """Screen, encrypt and store a memory. Returns it as stored (after PII redaction)."""
-    note = vault.add(
-        body.text,
-        visibility=body.visibility,
-        readers=body.readers,
-        note_type=body.note_type,
-        topics=body.topics,
-        source=body.source,
-        ttl_days=body.ttl_days,
-        session_id=body.session_id,
-        occurred_at=body.occurred_at,
-    )
+    """Screen, encrypt and store a memory. Returns it as stored (after PII redaction).
+    In a session marked untrusted (`X-Session-Id`) it is stored `untrusted`, never shared."""
+    provenance = write_provenance(marks, caller, x_session_id)
+    try:
+        note = vault.add(
+            body.text,
+            visibility=body.visibility,
+            readers=body.readers,
+            note_type=body.note_type,
+            topics=body.topics,
+            source=body.source,
+            ttl_days=body.ttl_days,
+            session_id=body.session_id,
+            occurred_at=body.occurred_at,
+            provenance=provenance,
+        )
+    except UntrustedShare as refused:
+        audit_share_refused(services, caller, refused)
+        raise
     audit_note(services, caller, "note.added", note.id, **added_details(note))
     return NoteOut.of(note)
 
@@ -154,15 +174,29 @@ def update_memory(
     vault: ScopedVaultDep,
     caller: AgentDep,
     services: ServicesDep,
+    marks: UntrustedDep,
+    x_session_id: WriteSessionHeader = None,
 ) -> NoteOut:
-    """Update a memory the caller may write (403 `permission_denied` for a reader only)."""
-    note = vault.update(
-        note_id, text=body.text, topics=body.topics, readers=body.readers, source=body.source
-    )
+    """Update a memory the caller may write (403 `permission_denied` for a reader only). In a
+    session marked untrusted the note becomes `untrusted` (422 if it is shared or has readers)."""
+    provenance = write_provenance(marks, caller, x_session_id)
+    try:
+        note = vault.update(
+            note_id,
+            text=body.text,
+            topics=body.topics,
+            readers=body.readers,
+            source=body.source,
+            provenance=provenance,
+        )
+    except UntrustedShare as refused:
+        audit_share_refused(services, caller, refused, note_id=note_id)
+        raise
     changed = [
         name for name in ("text", "topics", "readers", "source") if name in body.model_fields_set
     ]
-    audit_note(services, caller, "note.updated", note.id, fields=changed)
+    details = provenance_details(note)
+    audit_note(services, caller, "note.updated", note.id, fields=changed, **details)
     return NoteOut.of(note)
 
 

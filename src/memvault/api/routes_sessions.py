@@ -1,10 +1,12 @@
 """Untrusted-content mode over REST: an agent's runtime marks a session untrusted, and memory
-reads that name it (`X-Session-Id`) answer 423 `session_untrusted` (`memvault.vault.untrusted`).
+reads that name it (`X-Session-Id`) answer 423 `session_untrusted` (`memvault.vault.untrusted`);
+writes that name it are stored `provenance: untrusted` and never shared
+(`memvault.vault.provenance`).
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Request, Response
 from pydantic import BaseModel, Field
@@ -12,10 +14,11 @@ from pydantic import BaseModel, Field
 from memvault.api.deps import AgentDep, ServicesDep, only_query_params
 from memvault.api.lanes import in_write_pool
 from memvault.api.schemas import ID_PATTERN, Strict, Text
-from memvault.errors import SessionUntrusted
+from memvault.errors import SessionUntrusted, UntrustedShare
 from memvault.runtime.factory import Services
 from memvault.scope import validate_new_id
 from memvault.tenancy.principals import Principal
+from memvault.vault.provenance import TRUSTED, UNTRUSTED, Provenance
 from memvault.vault.untrusted import MAX_TTL_S, UntrustedSessions
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
@@ -24,16 +27,33 @@ MAX_REASON_CHARS = 1_000
 
 SESSION_HEADER = "X-Session-Id"
 
-SessionHeader = Annotated[
-    str | None,
-    Header(
+
+def _session_header(description: str) -> Any:
+    """The optional `X-Session-Id` header (id grammar), documented for reads or writes."""
+    return Header(
         alias=SESSION_HEADER,
         min_length=1,
         max_length=128,
         pattern=ID_PATTERN,
-        description="The session this read is made in. While the session is marked untrusted "
+        description=description,
+    )
+
+
+SessionHeader = Annotated[
+    str | None,
+    _session_header(
+        "The session this read is made in. While the session is marked untrusted "
         "(`POST /v1/sessions/{session_id}/untrusted`) the read answers 423 `session_untrusted` "
-        "and returns no memory.",
+        "and returns no memory."
+    ),
+]
+
+WriteSessionHeader = Annotated[
+    str | None,
+    _session_header(
+        "The session this write is made in. While the session is marked untrusted the memory "
+        "is stored with `provenance: untrusted` and can never be shared: `visibility: shared` "
+        "or `readers` answer 422."
     ),
 ]
 
@@ -79,6 +99,23 @@ def _audit(services: Services, caller: Principal, action: str, **details: object
     scope = caller.scope
     subject = {"user_id": scope.user, "agent_id": scope.agent}
     services.audit.record(scope.tenant, caller.key_id, action, subject=subject, **details)
+
+
+def write_provenance(
+    marks: UntrustedSessions, caller: Principal, session_id: str | None
+) -> Provenance:
+    """`untrusted` when a write names a session marked untrusted now (one primary-key lookup),
+    else `trusted` (no lookup without a header). A write is never refused for the mark."""
+    if session_id is not None and marks.is_marked(caller.scope, session_id):
+        return UNTRUSTED
+    return TRUSTED
+
+
+def audit_share_refused(
+    services: Services, caller: Principal, refused: UntrustedShare, **details: object
+) -> None:
+    """Audit an untrusted write refused for asking to share (the field, never a value)."""
+    _audit(services, caller, "note.share_refused", field=refused.field, **details)
 
 
 @router.post("/{session_id}/untrusted", dependencies=[Depends(only_query_params())])

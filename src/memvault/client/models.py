@@ -16,11 +16,12 @@ Note = NoteOut
 """A memory as the API returns it: id, text (after redaction), visibility, owner, readers,
 writers, note_type, topics, source, created_at, updated_at, flags, redacted; with A-MEM also
 session_id, occurred_at, keywords, tags, context, category, enrichment and (on an add)
-evolution; valid_from, valid_to (null while current) and relations (A-MEM's typed relations).
-The A-MEM fields are optional, so an older server's notes still parse."""
+evolution; valid_from, valid_to (null while current) and relations (A-MEM's typed relations);
+provenance (`trusted`, or `untrusted` when written in a session marked untrusted). The A-MEM
+fields and provenance are optional, so an older server's notes still parse (as `trusted`)."""
 
 SearchHit = _SearchResult
-"""One search result: the note's fields plus score, age_days, via and scope."""
+"""One search result: the note's fields plus score, age_days, via and scope, and provenance."""
 
 Page = NoteList
 """One page of `GET /v1/memories`: items, total, limit, offset."""

@@ -17,7 +17,7 @@ from memvault.store.corpus import CorpusStats
 from memvault.store.driver_sql import DriverStatement
 from memvault.store.models import NoteRow
 from memvault.store.scoping import OwnedBy, scoped_update
-from memvault.vault.notes import Visibility
+from memvault.vault.notes import Provenance, Visibility
 
 PENDING = "pending"
 """A new row whose vector may not be written yet (the reconciler completes it)."""
@@ -44,6 +44,8 @@ class NoteDraft:
     session_id: str | None = None
     occurred_at: float | str | None = None
     """Epoch seconds or an RFC 3339 time; None: the write time."""
+    provenance: Provenance = "trusted"
+    """`untrusted`: written in a session marked untrusted (`memvault.vault.provenance`)."""
 
 
 def content_hash(tag: Callable[[str], str], storage: Scope, text: str) -> str:

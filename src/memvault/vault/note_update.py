@@ -16,10 +16,19 @@ from typing import TYPE_CHECKING
 from memvault.errors import NotFound, PermissionDenied
 from memvault.scope import SHARED_AGENT
 from memvault.store.models import NoteRow
-from memvault.store.scoping import member_list, scoped_update
+from memvault.store.scoping import member_list, parse_member_list, scoped_update
 from memvault.vault.drafts import ACTIVE, content_hash, staged_view, swap_in_next
 from memvault.vault.fields import check_readers, check_source, check_text, check_topics
 from memvault.vault.notes import Note
+from memvault.vault.provenance import (
+    TRUSTED,
+    UNTRUSTED,
+    Provenance,
+    check_provenance,
+    check_unshared,
+    combined,
+    seal_into,
+)
 from memvault.vault.rerank import note_flags
 from memvault.vault.screen_gate import ScreenedNote
 from memvault.vault.session_index import SessionIndexer
@@ -46,15 +55,19 @@ class NoteUpdater:
         topics: Sequence[str] | None = None,
         readers: Sequence[str] | None = None,
         source: str | None = None,
+        provenance: Provenance = TRUSTED,
     ) -> Note:
         """Change a note you may write; readers can be changed by the owner only.
 
         Validation and screening happen before anything is written; the live version stays
         readable until the next version's vector is in the index and one transaction swaps it in.
+        An untrusted note (stored so, or made so by this `untrusted` write) must stay private to
+        its owner: 422 for a shared note or one left with readers (`vault/provenance.py`).
         """
         if text is not None:
             check_text(text)
         checked_source = check_source(source)
+        write_provenance = check_provenance(provenance)
         with self._vault.note_lock(note_id):
             row = self._view.writable_row(note_id)
             new_topics = check_topics(topics, row.note_type) if topics is not None else None
@@ -64,6 +77,12 @@ class NoteUpdater:
                     raise PermissionDenied("only the owner of a private note changes its readers")
                 new_readers = check_readers(readers, row.owner)
                 self._parts.gate.screen_ids(self.scope, "readers", new_readers[1:])
+            current = self._vault.decrypt_row(row)
+            after = combined(current.provenance, write_provenance)
+            if after == UNTRUSTED:
+                kept = [r for r in parse_member_list(row.readers) if r != row.owner]
+                others = readers if readers is not None else kept
+                check_unshared(shared=row.agent_id == SHARED_AGENT, readers=others)
             screened = self._parts.gate.screen_note(
                 self.scope,
                 text=text,
@@ -72,8 +91,9 @@ class NoteUpdater:
                 shared=row.agent_id == SHARED_AGENT,
                 pseudonym=self._view.pii_pseudonym(),
             )
-            current = self._vault.decrypt_row(row)
-            return self._stage_and_swap(row, current, text, screened, new_topics, new_readers)
+            return self._stage_and_swap(
+                row, current, text, screened, new_topics, new_readers, after
+            )
 
     def _stage_and_swap(
         self,
@@ -83,6 +103,7 @@ class NoteUpdater:
         screened: ScreenedNote,
         new_topics: tuple[str, ...] | None,
         new_readers: list[str] | None,
+        provenance: Provenance,
     ) -> Note:
         storage = self._vault.row_scope(row)
         new_text = screened.text if text is not None else current.text
@@ -100,6 +121,7 @@ class NoteUpdater:
         tokens = self._vault.sparse_encoder(storage.tenant).tokens(new_text)
         attrs = {**kept, "topics": list(topics), "source": source}
         attrs.update(note_flags(new_text, tokens))  # shape flags of the new text (vault/rerank.py)
+        seal_into(attrs, provenance)  # sticky: an untrusted note stays untrusted
         key_version, text_ct, attrs_ct = self._vault.codec.seal(storage, row.id, new_text, attrs)
         index_key = self._parts.keyring.index_key(storage.tenant)
         with self._parts.db.session(storage.tenant) as sess:

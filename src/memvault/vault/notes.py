@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 Visibility = Literal["private", "shared"]
 NoteType = Literal["memory", "knowledge"]
+Provenance = Literal["trusted", "untrusted"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +54,8 @@ class Note:
     """Typed relations the reader may see, compact: `superseded_by`, `supersedes`,
     `duplicate_of`, `duplicates`, `expands`, `expanded_by`, `conflicts_with`,
     `derived_from` (each a tuple of note ids; only the kinds the note has)."""
+    provenance: Provenance = "trusted"
+    """`untrusted`: written in a session marked untrusted (`memvault.vault.provenance`)."""
 
     @property
     def current(self) -> bool:

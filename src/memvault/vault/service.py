@@ -48,6 +48,7 @@ from memvault.vault.note_update import NoteUpdater
 from memvault.vault.notes import Note, SearchHit, Visibility
 from memvault.vault.paging import NotePage, list_page
 from memvault.vault.parts import FaultHook, VaultParts
+from memvault.vault.provenance import TRUSTED, Provenance, of_attrs
 from memvault.vault.relations import annotate_notes, drop_typed_relations
 from memvault.vault.scoped_reads import ScopedReads
 from memvault.vault.sessions import IndexContext
@@ -170,6 +171,7 @@ class Vault:
             enrichment=row.enrichment,
             history=len(attrs.get("evolution_history", ())),
             valid_to=row.invalidated_at,
+            provenance=of_attrs(attrs),
         )
 
     def index_point(
@@ -254,15 +256,27 @@ class ScopedVault(ScopedReads):
         ttl_days: float | None = None,
         session_id: str | None = None,
         occurred_at: float | str | None = None,
+        provenance: Provenance = TRUSTED,
     ) -> Note:
         """Screen, encrypt, index and store a note. Returns it as stored (after redaction).
 
         `session_id` names the conversation or episode the note came from: the note is indexed
         together with its predecessor in that session (never returned as its content).
-        `occurred_at` (epoch seconds or RFC 3339) is when the event happened.
+        `occurred_at` (epoch seconds or RFC 3339) is when the event happened. `provenance`
+        `untrusted` (a write in a session marked untrusted) refuses sharing and readers
+        (`memvault.vault.provenance`).
         """
         draft = NoteDraft(
-            text, visibility, readers, note_type, topics, source, ttl_days, session_id, occurred_at
+            text,
+            visibility,
+            readers,
+            note_type,
+            topics,
+            source,
+            ttl_days,
+            session_id,
+            occurred_at,
+            provenance,
         )
         return self.add_many([draft])[0]
 
@@ -300,15 +314,22 @@ class ScopedVault(ScopedReads):
         topics: Sequence[str] | None = None,
         readers: Sequence[str] | None = None,
         source: str | None = None,
+        provenance: Provenance = TRUSTED,
     ) -> Note:
         """Change a note you may write. Readers can be changed by the owner only.
 
         A refused or invalid update changes nothing; the previous version stays readable until
-        the new one is live.
+        the new one is live. An `untrusted` update makes the note untrusted (for good), and is
+        refused for a note that is shared or has readers (`memvault.vault.provenance`).
         """
         with self._guarded():
             note = NoteUpdater(self).update(
-                note_id, text=text, topics=topics, readers=readers, source=source
+                note_id,
+                text=text,
+                topics=topics,
+                readers=readers,
+                source=source,
+                provenance=provenance,
             )
             if text is not None or readers is not None:  # A-MEM's judgements no longer hold
                 with self._parts.db.session(self.scope.tenant) as sess:

@@ -50,6 +50,7 @@ from memvault.vault.fields import (
 from memvault.vault.group_commit import Prepared, StoreJob
 from memvault.vault.links import add_link, delete_links_of
 from memvault.vault.notes import Note
+from memvault.vault.provenance import UNTRUSTED, check_provenance, check_unshared, seal_into
 from memvault.vault.rerank import note_flags
 from memvault.vault.session_index import NewNote, SessionIndexer
 from memvault.vault.sessions import (
@@ -208,6 +209,9 @@ class NoteWriter:
             raise InvalidRequest("visibility must be 'private' or 'shared'")
         shared = draft.visibility == "shared"
         private_readers = check_readers(draft.readers, self.scope.agent)  # validated either way
+        provenance = check_provenance(draft.provenance)
+        if provenance == UNTRUSTED:  # never shared, no reader but its owner (422)
+            check_unshared(shared=shared, readers=draft.readers or ())
         # [0] is the owner, from the authenticated key; the others came from the client.
         self._parts.gate.screen_ids(self.scope, "readers", private_readers[1:])
         readers = [WILDCARD_READER] if shared else private_readers
@@ -230,6 +234,7 @@ class NoteWriter:
             attrs.update(self._parts.hooks.construct(self.scope, screened.text, kind))
         tokens = tuple(self._vault.sparse_encoder(self.scope.tenant).tokens(screened.text))
         attrs.update(note_flags(screened.text, tokens))  # sealed below (vault/rerank.py)
+        seal_into(attrs, provenance)  # sealed, never a clear column (vault/provenance.py)
         key_version, text_ct, attrs_ct = self._vault.codec.seal(
             storage, note_id, screened.text, attrs
         )

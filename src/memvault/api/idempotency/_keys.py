@@ -51,14 +51,25 @@ def parse_idempotency_key(values: list[bytes]) -> str:
     return raw.decode("ascii")
 
 
-def request_digest(method: str, path: str, query: bytes, body: bytes) -> str:
-    """SHA-256 (hex) of what makes two requests "the same": method, path, query, body digest."""
-    fields = (
+SESSION_HEADER = b"x-session-id"
+"""A write's session (`X-Session-Id`) is part of the request: in a session marked untrusted
+the same body is stored `untrusted`, so a replay from another session is another request."""
+
+
+def request_digest(
+    method: str, path: str, query: bytes, body: bytes, session: bytes | None = None
+) -> str:
+    """SHA-256 (hex) of what makes two requests "the same": method, path, query, body digest
+    and, when the request names one, its session (`X-Session-Id`). A request without the
+    header digests as it did before the session counted."""
+    fields = [
         method.upper().encode(),
         path.encode("utf-8", "surrogateescape"),
         query,
         hashlib.sha256(body).digest(),
-    )
+    ]
+    if session is not None:
+        fields += [SESSION_HEADER, session]
     return hashlib.sha256(_encode_fields(*fields)).hexdigest()
 
 

@@ -32,6 +32,7 @@ from memvault.api.idempotency._engine import (
 from memvault.api.idempotency._keys import (
     HEADER,
     REPLAYED_HEADER,
+    SESSION_HEADER,
     Call,
     InvalidIdempotencyKey,
     StoredResponse,
@@ -79,6 +80,12 @@ async def _in_thread(func: Callable[..., Any], *args: Any) -> Any:
     """Run blocking database work off the event loop, even while the request is cancelled."""
     with anyio.CancelScope(shield=True):
         return await to_thread.run_sync(func, *args)
+
+
+def _session_of(headers: list[tuple[bytes, bytes]]) -> bytes | None:
+    """The request's `X-Session-Id` values (NUL-joined, in order), or None without one."""
+    values = [v for k, v in headers if k.lower() == SESSION_HEADER]
+    return b"\x00".join(values) if values else None
 
 
 class _Capture:
@@ -188,7 +195,11 @@ class IdempotencyMiddleware:
             principal.key_id,
             key,
             request_digest(
-                scope["method"], scope["path"], bytes(scope.get("query_string", b"")), body
+                scope["method"],
+                scope["path"],
+                bytes(scope.get("query_string", b"")),
+                body,
+                _session_of(headers),
             ),
         )
         await self._run(scope, receive, send, call, body)
