@@ -49,6 +49,31 @@ def test_writes_land_in_a_partition_of_their_own(world: World) -> None:
         stored = dict(sess.execute(text("SELECT id, visibility FROM notes")).all())
     assert {stored[world.ids[f"sandbox_{i}"]] for i in range(2)} == {"dedicated"}
     assert stored[world.ids["main_private"]] == "private"
+    # under its own data key: every agent has its own (tenant, user, agent) data keys, and a
+    # dedicated agent never writes under the shared scope's
+    keyring = api.services.keyring
+    assert keyring.count_keys(TENANT, USER, "sandbox") == 1
+    assert keyring.count_keys(TENANT, USER, "main") == 1
+
+
+def test_other_agents_writes_move_no_dedicated_score(world: World) -> None:
+    """Its BM25 statistics are over its own partition: the Mode A agents' notes, private or
+    shared, full of the query's words, move none of its results or scores."""
+    api = world.api
+    modes = ({"mode": "dense"}, {"mode": "sparse"}, {"mode": "hybrid"})
+
+    def answers() -> list[list[tuple[str, float]]]:
+        return [
+            [(r["id"], r["score"]) for r in api.search(world.sandbox, q, limit=10, **body)]
+            for q in QUERIES
+            for body in modes
+        ]
+
+    before = answers()
+    for i in range(12):
+        api.add(world.main, f"lighthouse lamp bulb winter note {i}: lighthouse lighthouse")
+        api.add(world.helper, f"shared lighthouse maintenance {i}", visibility="shared")
+    assert answers() == before
 
 
 @pytest.mark.parametrize("body", MODES, ids=lambda b: "-".join(b.values()))
