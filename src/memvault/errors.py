@@ -121,3 +121,15 @@ class ScopeBusy(Conflict):
     """In-flight operations did not finish in time for an erase to start; nothing was erased."""
 
     code = "scope_busy"
+
+
+class IsolationConflict(Conflict):
+    """A key asked for another isolation than the agent already has (Mode A vs Mode B)."""
+
+    code = "isolation_conflict"
+
+
+class IsolationRefused(InvalidRequest):
+    """A dedicated (Mode B) agent asked for something only Mode A has: sharing, `readers`."""
+
+    code = "isolation_refused"

@@ -78,7 +78,7 @@ OperatorDep = Annotated[Principal, Depends(require_role("operator"))]
 
 
 async def get_scoped_vault(principal: AgentDep, services: ServicesDep) -> ScopedVault:
-    return services.vault.scoped(principal.scope)
+    return services.vault.scoped(principal.scope, dedicated=principal.dedicated)
 
 
 ScopedVaultDep = Annotated[ScopedVault, Depends(get_scoped_vault)]

@@ -18,10 +18,21 @@ router = APIRouter(prefix="/v1/admin", tags=["admin"])
 
 @router.post("/keys", status_code=201, dependencies=[Depends(only_query_params())])
 def issue_key(body: IssueKey, admin: AdminDep, services: ServicesDep) -> IssuedKeyOut:
-    """Issue a key for a user and agent of the admin's tenant. The secret is shown once."""
+    """Issue a key for a user and agent of the admin's tenant. The secret is shown once.
+
+    `isolation: "dedicated"` makes the agent Mode B (docs/exfiltration.md, "Dedicated agents");
+    an agent's isolation never changes: a key asking for the other mode answers 409
+    `isolation_conflict`."""
     tenant = tenant_of(admin)
-    issued = services.keys.issue(tenant, body.user_id, body.agent_id, body.role)
-    services.audit.record(tenant, admin.key_id, "key.issued", key_id=issued.key_id, role=body.role)
+    issued = services.keys.issue(tenant, body.user_id, body.agent_id, body.role, body.isolation)
+    services.audit.record(
+        tenant,
+        admin.key_id,
+        "key.issued",
+        key_id=issued.key_id,
+        role=body.role,
+        isolation=issued.isolation,
+    )
     return IssuedKeyOut(
         key_id=issued.key_id,
         api_key=issued.api_key,
@@ -29,6 +40,7 @@ def issue_key(body: IssueKey, admin: AdminDep, services: ServicesDep) -> IssuedK
         user_id=issued.user,
         agent_id=issued.agent,
         role=issued.role,
+        isolation="dedicated" if issued.isolation == "dedicated" else "shared",
     )
 
 

@@ -213,6 +213,16 @@ class IssueKey(Strict):
     user_id: NewId
     agent_id: NewId
     role: Literal["agent", "tenant_admin", "auditor"] = "agent"
+    isolation: Literal["shared", "dedicated"] | None = Field(
+        default=None,
+        description=(
+            "Agent keys: `shared` (Mode A, the default for a new agent: the user's agents share "
+            "one index partition, per-note visibility decides who reads what) or `dedicated` "
+            "(Mode B: a partition of the agent's own, no shared notes in or out). Omitted: the "
+            "agent's current mode. The first agent key fixes it; a key asking for the other "
+            "mode answers 409 `isolation_conflict`."
+        ),
+    )
 
 
 class EraseRequest(Strict):
@@ -424,6 +434,7 @@ class IssuedKeyOut(BaseModel):
     user_id: str
     agent_id: str
     role: str
+    isolation: Literal["shared", "dedicated"] = "shared"
 
 
 class ErasureOut(BaseModel):

@@ -215,14 +215,26 @@ def issue_key(
     user: Annotated[str, typer.Option(help="User id")],
     agent: Annotated[str, typer.Option(help="Agent id")],
     role: Annotated[str, typer.Option(help="agent | tenant_admin | auditor")] = "agent",
+    isolation: Annotated[
+        str | None,
+        typer.Option(help="shared (Mode A, default for a new agent) | dedicated (Mode B)"),
+    ] = None,
     data_dir: DataDir = None,
 ) -> None:
-    """Issue an API key for (tenant, user, agent) and print it (shown once)."""
+    """Issue an API key for (tenant, user, agent) and print it (shown once). An agent's
+    isolation never changes (a key asking for the other mode is refused)."""
     services = open_cli_services(_settings(data_dir))
     try:
         services.tenants.require(tenant)
-        issued = services.keys.issue(tenant, user, agent, role)
-        services.audit.record(tenant, "operator-cli", "key.issued", key_id=issued.key_id, role=role)
+        issued = services.keys.issue(tenant, user, agent, role, isolation)
+        services.audit.record(
+            tenant,
+            "operator-cli",
+            "key.issued",
+            key_id=issued.key_id,
+            role=role,
+            isolation=issued.isolation,
+        )
     finally:
         services.close()
     typer.echo(issued.api_key)

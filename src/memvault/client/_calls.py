@@ -334,9 +334,17 @@ def quality_review() -> Call[str]:
 # --- admin calls --------------------------------------------------------------------------
 
 
-def issue_key(user_id: str, agent_id: str, role: str = "agent") -> Call[IssuedKey]:
-    """Issue an API key for a user and agent of this admin's tenant (secret shown once)."""
-    body = {"user_id": user_id, "agent_id": agent_id, "role": role}
+def issue_key(
+    user_id: str, agent_id: str, role: str = "agent", isolation: str | None = None
+) -> Call[IssuedKey]:
+    """Issue an API key for a user and agent of this admin's tenant (secret shown once).
+
+    `isolation`: `"shared"` (Mode A, the default for a new agent) or `"dedicated"` (Mode B: a
+    partition of its own, no shared notes); omitted, the agent keeps its mode. An agent's mode
+    never changes: asking for the other one raises the 409 `isolation_conflict` error."""
+    body: dict[str, Any] = {"user_id": user_id, "agent_id": agent_id, "role": role}
+    if isolation is not None:
+        body["isolation"] = isolation
     return call("POST", "/v1/admin/keys", _model(IssuedKey), body=body)
 
 

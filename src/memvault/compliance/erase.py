@@ -9,6 +9,8 @@ at once, in order, for callers that need no job:
    API keys (new requests get 401); wait for operations in flight to finish;
 2. shred its data keys (crypto-shredding: every copy of its ciphertext is dead);
 3. delete its vectors: the index removes the user's partition, or rebuilds it without the agent;
+   a dedicated (Mode B) agent's own partition is removed whole (a user's erase removes all its
+   agents' dedicated partitions too);
 4. delete its rows, links, idempotency records, refusals and cached embeddings;
 5. scrub: checkpoint the SQLite WAL (secure_delete zeroes freed pages) and compact the index;
 6. count every store again: `verified` only when every count is zero.
@@ -18,19 +20,21 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import ColumnElement, delete, func, select
 
 from memvault.errors import VaultError
 from memvault.index.base import PointFilter
+from memvault.store import agent_isolation
 from memvault.store.database import CHECKPOINT_ATTEMPTS
 from memvault.store.idempotency_records import (
     count_idempotency_records,
     delete_idempotency_records,
 )
 from memvault.store.models import (
+    AgentIsolationRow,
     AmemJobRow,
     ApiKeyRow,
     AuditEventRow,
@@ -50,7 +54,7 @@ from memvault.store.models import (
 from memvault.store.scoping import OwnedBy, scoped_delete, scoped_select
 from memvault.store.vacuum import ERASE_TABLES, vacuum_tables
 from memvault.tenancy.principals import ApiKeys
-from memvault.vault.drafts import agent_tag, user_tag
+from memvault.vault.drafts import agent_tag, dedicated_tag, user_tag
 from memvault.vault.links import delete_links_of
 from memvault.vault.notes import ErasureReport
 from memvault.vault.screen_gate import refusal_principal
@@ -73,6 +77,7 @@ TENANT_ROW_MODELS = (
     WebhookDeliveryRow,
     ReadAlertRow,
     IndexMarkRow,
+    AgentIsolationRow,
 )
 """Every per-tenant table a tenant deletion empties (the `tenants` row goes last)."""
 
@@ -98,6 +103,8 @@ class Eraser:
         self.chunk_rows = ERASE_CHUNK_ROWS
         self.between_chunks: Callable[[], None] = lambda: time.sleep(ERASE_CHUNK_PAUSE_S)
         """Run between two row-deleting transactions (a pause; tests hold the erase here)."""
+        self._dedicated: dict[tuple[str, str], set[str]] = {}
+        """(tenant, user) being erased -> its dedicated agents (`remember_dedicated`)."""
 
     # -- the whole erase, in one call ---------------------------------------------------------
 
@@ -108,21 +115,27 @@ class Eraser:
         before anything is destroyed, and new ones are refused until the erase is done.
         """
         subject = OwnedBy(tenant, user, agent)
-        with self._parts.guard.blocking(tenant, user, agent, before_drain=self.revoker(subject)):
-            keys = self.shred_keys(subject)
-            vectors = self.delete_vectors(subject)
-            counts = self.delete_rows(subject)
-            self.scrub(subject)
-            return ErasureReport(
-                tenant=tenant,
-                user=user,
-                agent=agent,
-                keys_destroyed=keys,
-                vectors_deleted=vectors,
-                rows_deleted=counts["notes"],
-                links_deleted=counts["links"],
-                remaining=self.remaining(tenant, user, agent),
-            )
+        self.remember_dedicated(subject, ())  # its records go with its rows
+        try:
+            with self._parts.guard.blocking(
+                tenant, user, agent, before_drain=self.revoker(subject)
+            ):
+                keys = self.shred_keys(subject)
+                vectors = self.delete_vectors(subject)
+                counts = self.delete_rows(subject)
+                self.scrub(subject)
+                return ErasureReport(
+                    tenant=tenant,
+                    user=user,
+                    agent=agent,
+                    keys_destroyed=keys,
+                    vectors_deleted=vectors,
+                    rows_deleted=counts["notes"],
+                    links_deleted=counts["links"],
+                    remaining=self.remaining(tenant, user, agent),
+                )
+        finally:
+            self.forget_dedicated(subject)
 
     # -- steps ---------------------------------------------------------------------------------
 
@@ -145,7 +158,8 @@ class Eraser:
         return self._parts.keyring.shred(subject.tenant, subject.user, subject.agent)
 
     def point_filter(self, subject: OwnedBy) -> PointFilter:
-        """The index filter of the subject's points (blind tags; empty for a tenant).
+        """The index filter of the subject's points in its user's partition (blind tags;
+        empty for a tenant). Its dedicated partitions are `point_filters`.
 
         Works after the shred: the index key is a tenant key, which a user's erase keeps.
         """
@@ -157,16 +171,52 @@ class Eraser:
             agent_id=None if subject.agent is None else agent_tag(tag, subject.agent),
         )
 
+    def point_filters(self, subject: OwnedBy) -> list[PointFilter]:
+        """Every index filter of the subject's points: its user's partition, and each dedicated
+        (Mode B) partition whole (an agent's own one is named by the subject itself; a user's
+        come from `remember_dedicated` and `store.agent_isolation`)."""
+        where = [self.point_filter(subject)]
+        if subject.user is None:
+            return where
+        tag = self._parts.keyring.index_key(subject.tenant).tag
+        agents = [subject.agent] if subject.agent is not None else self.dedicated_agents(subject)
+        where += [PointFilter(user_id=dedicated_tag(tag, subject.user, a)) for a in agents]
+        return where
+
+    def remember_dedicated(self, subject: OwnedBy, agents: Sequence[str]) -> list[str]:
+        """Keep the dedicated agents of a user being erased (an erase job passes those it
+        recorded before its records were deleted); returns all known now."""
+        assert subject.user is not None
+        known = self._dedicated.setdefault((subject.tenant, subject.user), set())
+        known.update(agents)
+        return self.dedicated_agents(subject)
+
+    def forget_dedicated(self, subject: OwnedBy) -> None:
+        """Drop what `remember_dedicated` kept (the erase ended)."""
+        if subject.user is not None:
+            self._dedicated.pop((subject.tenant, subject.user), None)
+
+    def dedicated_agents(self, subject: OwnedBy) -> list[str]:
+        """The user's dedicated agents: recorded now, or remembered for this erase."""
+        assert subject.user is not None
+        recorded = agent_isolation.dedicated_agents(
+            self._parts.db, subject.tenant, subject.user, subject.agent
+        )
+        kept = self._dedicated.get((subject.tenant, subject.user), set())
+        return sorted(set(recorded) | kept)
+
     def delete_vectors(self, subject: OwnedBy) -> int:
-        """Delete the subject's points: physically (the partition goes, or is rebuilt)."""
+        """Delete the subject's points: physically (the partition goes, or is rebuilt; a
+        dedicated agent's own partition goes whole)."""
         namespace = namespace_for(subject.tenant)
         if subject.user is None:
             count = self._parts.index.count(namespace, PointFilter())
             self._parts.index.drop_namespace(namespace)
             return count
-        where = self.point_filter(subject)
-        count = self._parts.index.count(namespace, where)
-        self._parts.index.delete_where(namespace, where)
+        count = 0
+        for where in self.point_filters(subject):
+            count += self._parts.index.count(namespace, where)
+            self._parts.index.delete_where(namespace, where)
         return count
 
     def delete_rows(self, subject: OwnedBy) -> dict[str, int]:
@@ -222,6 +272,7 @@ class Eraser:
             self.between_chunks()  # no transaction open: other users' writes and the GIL go
         with self._parts.db.session(tenant) as sess:
             replays = delete_idempotency_records(sess, tenant, user, agent)
+            isolation = agent_isolation.delete_records(sess, tenant, user, agent)
             refused = int(sess.execute(delete(RefusalRow).where(*refusals)).rowcount)  # type: ignore[attr-defined]
             marks = 0
             if agent is None:  # a mark names the user; the erase removed what it pointed at
@@ -240,6 +291,7 @@ class Eraser:
             "idempotency_records": replays,
             "refusals": refused,
             "amem_jobs": jobs,
+            "agent_isolation": isolation,
         }
 
     def _delete_tenant_rows(self, tenant: str) -> dict[str, int]:
@@ -325,18 +377,20 @@ class Eraser:
             api_keys = sess.execute(
                 select(func.count()).select_from(ApiKeyRow).where(*keys_where)
             ).scalar_one()
+            isolation = agent_isolation.count_records(sess, tenant, user, agent)
+        namespace = namespace_for(tenant)
+        points = sum(self._parts.index.count(namespace, w) for w in self.point_filters(subject))
         return {
             "sql_rows": int(rows),
             "links": int(links),
-            "index_points": self._parts.index.count(
-                namespace_for(tenant), self.point_filter(subject)
-            ),
+            "index_points": points,
             "data_keys": self._parts.keyring.count_keys(tenant, user, agent),
             "embedding_cache": self._parts.embedder.count_scope(tenant, user, agent),
             "idempotency_records": int(replays),
             "refusals": int(refusals),
             "api_keys": int(api_keys),
             "amem_jobs": int(jobs),
+            "agent_isolation": isolation,
         }
 
 

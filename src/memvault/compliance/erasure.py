@@ -78,6 +78,9 @@ class JobState:
     before: dict[str, int] = field(default_factory=dict)
     remaining: dict[str, int] = field(default_factory=dict)
     attempts: int = 0
+    dedicated: list[str] = field(default_factory=list)
+    """The user's dedicated (Mode B) agents, recorded by the first step: their partitions are
+    erased and counted after their `agent_isolation` records are gone."""
     last_error: str | None = None
     """Why the last run stopped short: an exception's class, or the stores left non-empty
     (names and counts only, never ids or text)."""
@@ -172,6 +175,14 @@ class ErasureJobs:
         job = _Job(self, tenant, job_id, self._open(tenant, row), row.step)
         if row.step != CREATED:
             job.done.difference_update(_RERUN)  # resumed: revoke and shred again
+        eraser = self._services.eraser
+        eraser.remember_dedicated(job.subject, job.state.dedicated)
+        try:
+            return self._run_steps(tenant, job_id, job)
+        finally:
+            eraser.forget_dedicated(job.subject)
+
+    def _run_steps(self, tenant: str, job_id: str, job: _Job) -> dict[str, Any]:
 
         def revoke() -> None:
             job.step("revoke")
@@ -403,6 +414,8 @@ class _Job:
         self.done.add(name)
 
     def _count(self) -> None:
+        eraser = self.jobs.services.eraser
+        self.state.dedicated = eraser.remember_dedicated(self.subject, self.state.dedicated)
         self.state.before = inventory.remaining(self.jobs.services, self.subject)
 
     def _revoke(self) -> None:

@@ -18,7 +18,7 @@ from sqlalchemy import select
 from memvault.compliance.backup import rebuild_tenant
 from memvault.index.base import PointFilter
 from memvault.store.models import NoteRow
-from memvault.vault.drafts import ACTIVE, namespace_for, user_tag
+from memvault.vault.drafts import ACTIVE, namespace_for, partition_tag
 
 if TYPE_CHECKING:
     from memvault.runtime.factory import Services
@@ -30,14 +30,15 @@ def needs_upgrade(services: Services, tenant: str) -> bool:
     """Whether the tenant's index holds a point whose `user_id` is not a blind tag."""
     with services.db.session(tenant) as sess:
         row = sess.execute(
-            select(NoteRow.id, NoteRow.user_id)
+            select(NoteRow.id, NoteRow.user_id, NoteRow.agent_id, NoteRow.visibility)
             .where(NoteRow.tenant_id == tenant, NoteRow.status == ACTIVE)
             .limit(1)
         ).first()
     if row is None:
         return False
     namespace = namespace_for(tenant)
-    expected = user_tag(services.keyring.index_key(tenant).tag, row.user_id)
+    tag = services.keyring.index_key(tenant).tag
+    expected = partition_tag(tag, row.user_id, row.agent_id, row.visibility)
     # The usual answer, cheaply: the point sits under the user's tag (one shard is opened).
     tagged = PointFilter(user_id=expected, only_ids=(row.id,))
     if services.index.count(namespace, tagged):

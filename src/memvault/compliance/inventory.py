@@ -137,7 +137,8 @@ STORES: tuple[Store, ...] = (
     ),
     Store(
         "vectors",
-        "dense embeddings and keyed BM25 sparse vectors, payload of blind tags",
+        "dense embeddings and keyed BM25 sparse vectors, payload of blind tags (the user's "
+        "partition and each dedicated agent's own)",
         DELETED,
         "vectors",
         adapters=("EdgeIndex", "QdrantIndex"),
@@ -180,6 +181,14 @@ STORES: tuple[Store, ...] = (
         "rows",
         ("index_marks",),
         count=_index_marks,
+    ),
+    Store(
+        "agent_isolation",
+        "each agent's isolation mode (shared or dedicated) with its user and agent ids",
+        DELETED,
+        "rows",
+        ("agent_isolation",),
+        count=_remaining("agent_isolation"),
     ),
     Store(
         "api_keys",

@@ -139,7 +139,7 @@ class EmbeddedBackend:
             raise Forbidden("memvault mcp needs an agent key (role agent)")
         self._services = services
         self._principal = principal
-        self._vault = services.vault.scoped(principal.scope)
+        self._vault = services.vault.scoped(principal.scope, dedicated=principal.dedicated)
         if services.settings.amem:
             from memvault.amem.wiring import install
 

@@ -414,3 +414,18 @@ class IndexMarkRow(Base):
     tenant_id: Mapped[str] = mapped_column(ID, primary_key=True)
     user_key: Mapped[str] = mapped_column(ID, primary_key=True)
     touched_at: Mapped[float] = mapped_column(Float)
+
+
+class AgentIsolationRow(Base):
+    """How an agent of a user is isolated (`store.agent_isolation`): `shared` (Mode A, one index
+    partition per user, visibility filters per reader) or `dedicated` (Mode B, a partition of
+    its own, no shared notes). Written by the first agent key issued for (user, agent), never
+    changed afterwards; deleted when the agent or its user is erased."""
+
+    __tablename__ = "agent_isolation"
+
+    tenant_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    user_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    agent_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    isolation: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[float] = mapped_column(Float)

@@ -80,9 +80,14 @@ def _readable_rule(
 
 @dataclass(frozen=True, slots=True)
 class ReadableBy:
-    """Rows a principal may read: same tenant and user, and the agent (or `*`) among readers."""
+    """Rows a principal may read: same tenant and user, and the agent (or `*`) among readers.
+
+    `own_only` (a dedicated, Mode B agent, `store.agent_isolation`): also stored under the
+    agent itself, so neither shared notes nor another agent's notes that name it in `readers`
+    are readable."""
 
     scope: Scope
+    own_only: bool = False
 
     @property
     def tenant(self) -> str:
@@ -92,25 +97,33 @@ class ReadableBy:
         """The rule as SQL. `by_id`: the statement also selects by `id IN (...)`, so the user
         test is written so no index can serve it, leaving the primary key as the only plan."""
         values = self.bound_values()
-        return _readable_rule(*(values[name] for name in _SCOPE_PARAMS), by_id=by_id)
+        rule = _readable_rule(*(values[name] for name in _SCOPE_PARAMS), by_id=by_id)
+        return and_(rule, NoteRow.agent_id == self.scope.agent) if self.own_only else rule
 
     @staticmethod
-    def bound_clause() -> ColumnElement[bool]:
+    def bound_clause(own_only: bool = False) -> ColumnElement[bool]:
         """`clause(by_id=True)` with the scope as bound parameters (`bound_values`), for a
-        statement compiled once and run for any scope."""
-        return _readable_rule(*(bindparam(name) for name in _SCOPE_PARAMS), by_id=True)
+        statement compiled once and run for any scope (`own_only`: any Mode B scope)."""
+        rule = _readable_rule(*(bindparam(name) for name in _SCOPE_PARAMS), by_id=True)
+        return and_(rule, NoteRow.agent_id == bindparam("scope_agent")) if own_only else rule
 
     def bound_values(self) -> dict[str, str]:
         """The parameters of `bound_clause` for this scope."""
-        return {
+        values = {
             "scope_tenant": self.scope.tenant,
             "scope_user": self.scope.user,
             "scope_reader": like_containing(f"|{self.scope.agent}|"),
             "scope_any_reader": like_containing(f"|{WILDCARD_READER}|"),
         }
+        if self.own_only:
+            values["scope_agent"] = self.scope.agent
+        return values
 
-    def admits(self, tenant: str, user: str, readers: list[str]) -> bool:
-        """The same rule in Python, for re-checking results on the way out."""
+    def admits(self, tenant: str, user: str, readers: list[str], agent: str | None = None) -> bool:
+        """The same rule in Python, for re-checking results on the way out (`agent`: the
+        row's storage agent, required by an `own_only` rule)."""
+        if self.own_only and agent != self.scope.agent:
+            return False
         return (
             tenant == self.scope.tenant
             and user == self.scope.user
@@ -163,10 +176,13 @@ def scoped_select_ids(
     return select(NoteRow).where(NoteRow.id.in_(chosen), scope.clause(by_id=True), *where)
 
 
-def scoped_select_bound(*where: ColumnElement[bool], columns: Sequence[Any] = ()) -> Select[Any]:
+def scoped_select_bound(
+    *where: ColumnElement[bool], columns: Sequence[Any] = (), own_only: bool = False
+) -> Select[Any]:
     """SELECT notes (or `columns`) restricted by `ReadableBy.bound_clause`: the scope is bound
-    at execution (`ReadableBy.bound_values`), so the statement is built once for every scope."""
-    return select(*(columns or (NoteRow,))).where(ReadableBy.bound_clause(), *where)
+    at execution (`ReadableBy.bound_values`), so the statement is built once for every scope
+    (of Mode A, or with `own_only` of Mode B)."""
+    return select(*(columns or (NoteRow,))).where(ReadableBy.bound_clause(own_only), *where)
 
 
 def scoped_update(scope: ScopeClause, *where: ColumnElement[bool], **values: Any) -> Update:

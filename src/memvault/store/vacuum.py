@@ -19,6 +19,7 @@ log = logging.getLogger(__name__)
 
 ERASE_TABLES = (
     "notes",
+    "agent_isolation",
     "links",
     "api_keys",
     "refusals",

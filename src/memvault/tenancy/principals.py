@@ -20,14 +20,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol, cast
 
-from sqlalchemy import bindparam, delete, select, update
+from sqlalchemy import and_, bindparam, delete, select, update
 from sqlalchemy.orm import Session
 
 from memvault.errors import AuthenticationError, InvalidRequest, KeySuspended, NotFound
 from memvault.scope import SHARED_AGENT, Scope, validate_id, validate_new_id
+from memvault.store import agent_isolation as isolation_modes
 from memvault.store.database import Database
 from memvault.store.driver_sql import DriverStatement
-from memvault.store.models import ApiKeyRow
+from memvault.store.models import AgentIsolationRow, ApiKeyRow
 from memvault.tenancy.key_cache import VerifiedKeys
 
 if TYPE_CHECKING:
@@ -48,6 +49,9 @@ class Principal:
     agent: str | None
     role: Role
     key_id: str
+    dedicated: bool = False
+    """The key's agent is Mode B (`store.agent_isolation`): read with the key, so a request
+    needs no other database read to know it."""
 
     @property
     def scope(self) -> Scope:
@@ -67,6 +71,7 @@ class IssuedKey:
     user: str
     agent: str
     role: Role
+    isolation: str = isolation_modes.SHARED
 
 
 class Peppers(Protocol):
@@ -116,8 +121,15 @@ class ApiKeys:
         self._peppers = peppers
         self.verified: VerifiedKeys[Principal] = VerifiedKeys(cache_seconds)
 
-    def issue(self, tenant: str, user: str, agent: str, role: str) -> IssuedKey:
-        """Create a key for (tenant, user, agent) with `role`."""
+    def issue(
+        self, tenant: str, user: str, agent: str, role: str, isolation: str | None = None
+    ) -> IssuedKey:
+        """Create a key for (tenant, user, agent) with `role`.
+
+        `isolation` (agent keys): `shared` (Mode A) or `dedicated` (Mode B); None keeps the
+        agent's mode, `shared` for a new agent. The first agent key fixes the agent's mode; a
+        key asking for the other one is refused (`IsolationConflict`, 409) and nothing is stored.
+        """
         validate_id(tenant, "tenant_id")
         validate_new_id(user, "user_id")  # stored in clear: never a credential
         validate_new_id(agent, "agent_id")
@@ -125,6 +137,12 @@ class ApiKeys:
             raise InvalidRequest(f"role must be one of {', '.join(TENANT_ROLES)}")
         if role == "agent" and agent == SHARED_AGENT:
             raise InvalidRequest("agent_id 'shared' is reserved for the shared scope")
+        isolation_modes.check_mode(isolation)
+        mode = isolation_modes.SHARED
+        if role == "agent":
+            mode = isolation_modes.record(self._db, self._clock, tenant, user, agent, isolation)
+        elif isolation == isolation_modes.DEDICATED:
+            raise InvalidRequest("isolation 'dedicated' applies to agent keys only")
         key_id = secrets.token_hex(8)
         secret = secrets.token_urlsafe(32)
         pepper = self._peppers.api_key_pepper(tenant, create=True)
@@ -143,7 +161,7 @@ class ApiKeys:
                 )
             )
         token = f"{TOKEN_PREFIX}{tenant}.{key_id}.{secret}"
-        return IssuedKey(key_id, token, tenant, user, agent, cast(Role, role))
+        return IssuedKey(key_id, token, tenant, user, agent, cast(Role, role), mode)
 
     def revoke(self, tenant: str, key_id: str) -> None:
         """Revoke a key of `tenant`; NotFound for a key id the tenant does not have."""
@@ -226,7 +244,10 @@ class ApiKeys:
             raise AuthenticationError("invalid or revoked api key")
         if row[5] is not None:
             raise KeySuspended("this key is suspended by a read alert until an admin resumes it")
-        principal = Principal(tenant, str(row[2]), str(row[3]), cast(Role, row[4]), key_id)
+        dedicated = row[4] == "agent" and row[6] == isolation_modes.DEDICATED
+        principal = Principal(
+            tenant, str(row[2]), str(row[3]), cast(Role, row[4]), key_id, dedicated
+        )
         self.verified.put(tenant, key_id, digest, principal, generation)
         return principal
 
@@ -276,10 +297,21 @@ _KEY_BY_ID = DriverStatement(
         ApiKeyRow.agent_id,
         ApiKeyRow.role,
         ApiKeyRow.suspended_at,
-    ).where(ApiKeyRow.tenant_id == bindparam("tenant_id"), ApiKeyRow.key_id == bindparam("key_id")),
+        AgentIsolationRow.isolation,
+    )
+    .outerjoin(
+        AgentIsolationRow,
+        and_(
+            AgentIsolationRow.tenant_id == ApiKeyRow.tenant_id,
+            AgentIsolationRow.user_id == ApiKeyRow.user_id,
+            AgentIsolationRow.agent_id == ApiKeyRow.agent_id,
+        ),
+    )
+    .where(ApiKeyRow.tenant_id == bindparam("tenant_id"), ApiKeyRow.key_id == bindparam("key_id")),
     "select",
 )
-"""Every request's key lookup, on the driver's cursor (`driver_sql`)."""
+"""Every request's key lookup, on the driver's cursor (`driver_sql`), with its agent's
+isolation (a primary-key join: no second round trip)."""
 
 
 @dataclass(frozen=True, slots=True)

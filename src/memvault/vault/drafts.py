@@ -58,6 +58,22 @@ def user_tag(tag: Callable[[str], str], user: str) -> str:
     return tag("user:" + user)
 
 
+DEDICATED = "dedicated"
+"""The stored `visibility` of a dedicated (Mode B) agent's notes: read back as `private`, and
+indexed in the agent's own partition (`partition_tag`)."""
+
+
+def dedicated_tag(tag: Callable[[str], str], user: str, agent: str) -> str:
+    """Blind partition key of a dedicated (Mode B) agent: its own partition, apart from its
+    user's (`user_tag`). Ids never hold `:`, so no user and agent pair shares one."""
+    return tag("dedicated:" + user + ":" + agent)
+
+
+def partition_tag(tag: Callable[[str], str], user: str, agent: str, visibility: str) -> str:
+    """The partition key (the point's `user_id`) of a note stored with `visibility`."""
+    return dedicated_tag(tag, user, agent) if visibility == DEDICATED else user_tag(tag, user)
+
+
 def agent_tag(tag: Callable[[str], str], agent: str) -> str:
     """Blind tag of an agent or reader id (`*` included) in the vector index."""
     return tag("agent:" + agent)

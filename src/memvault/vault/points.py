@@ -15,7 +15,7 @@ from memvault.scope import Scope
 from memvault.store.models import NoteRow
 from memvault.store.scoping import parse_member_list
 from memvault.text import BM25_AVGDL, SparseEncoder
-from memvault.vault.drafts import agent_tag, topic_tag, user_tag
+from memvault.vault.drafts import agent_tag, partition_tag, topic_tag
 from memvault.vault.sessions import NO_CONTEXT, IndexContext, event_time
 
 if TYPE_CHECKING:
@@ -84,7 +84,8 @@ def _point(
         payload={
             **extra,
             "occurred_at": int(event_time(row)),
-            "user_id": user_tag(index_key.tag, row.user_id),
+            # The partition: the user's, or a dedicated (Mode B) agent's own (`partition_tag`).
+            "user_id": partition_tag(index_key.tag, row.user_id, row.agent_id, row.visibility),
             "agent_id": agent_tag(index_key.tag, row.agent_id),
             "readers": [agent_tag(index_key.tag, r) for r in parse_member_list(row.readers)],
             "is_active": int(row.is_active),

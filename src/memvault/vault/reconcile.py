@@ -28,10 +28,11 @@ from dataclasses import dataclass
 from memvault.errors import DecryptionError, KeyNotFound
 from memvault.index.base import PointFilter
 from memvault.observability import count_repairs
+from memvault.store import agent_isolation
 from memvault.store.index_marks import NO_USER, REMARK_SECONDS, WHOLE_TENANT
 from memvault.store.models import NoteRow
 from memvault.store.scoping import OwnedBy, scoped_delete, scoped_select, scoped_update
-from memvault.vault.drafts import user_tag
+from memvault.vault.drafts import dedicated_tag, user_tag
 from memvault.vault.guard import ScopeErasing
 from memvault.vault.links import delete_links_of
 from memvault.vault.notes import Note
@@ -259,14 +260,25 @@ class Reconciler:
 
         An add in flight has its vector in the index before its row commits: the grace period
         (the payload's `created_at` is the add's clock) keeps it. A point without `created_at`
-        counts as old.
+        counts as old. A marked user's partitions are its own and its dedicated (Mode B)
+        agents' (`store.agent_isolation`).
         """
         tenant = target.tenant
+        if target.user is None:
+            return self._delete_orphans_in(target, PointFilter(), cutoff)
+        tag = self._parts.keyring.index_key(tenant).tag
+        partitions = [user_tag(tag, target.user)] + [
+            dedicated_tag(tag, target.user, agent)
+            for agent in agent_isolation.dedicated_agents(self._parts.db, tenant, target.user)
+        ]
+        return sum(
+            self._delete_orphans_in(target, PointFilter(user_id=p), cutoff) for p in partitions
+        )
+
+    def _delete_orphans_in(self, target: OwnedBy, where: PointFilter, cutoff: float) -> int:
+        """`_delete_orphans` in the partition `where` names (every partition: empty)."""
+        tenant = target.tenant
         namespace = namespace_for(tenant)
-        where = PointFilter()
-        if target.user is not None:  # points carry the user's blind tag
-            tag = self._parts.keyring.index_key(tenant).tag
-            where = PointFilter(user_id=user_tag(tag, target.user))
         point_ids = self._parts.index.scroll_ids(namespace, where)
         if not point_ids:
             return 0

@@ -28,7 +28,7 @@ from memvault.store.scoping import (
     scoped_select_bound,
     scoped_select_ids,
 )
-from memvault.vault.drafts import ACTIVE, agent_tag, topic_tag, user_tag
+from memvault.vault.drafts import ACTIVE, agent_tag, dedicated_tag, topic_tag, user_tag
 from memvault.vault.links import note_has_links
 from memvault.vault.notes import Note, SearchHit
 from memvault.vault.screen_gate import Pseudonym, keyed_pseudonym
@@ -56,12 +56,22 @@ class ScopedReads:
         return PointFilter(user_id=user, readers_any=readers, active_only=True, topic_tags=tags)
 
     def index_tags(self) -> tuple[str, tuple[str, ...]]:
-        """The caller's blind user tag and reader tags (its agent and `*`) in the index."""
+        """The caller's blind partition tag and reader tags in the index: its user's and its
+        agent and `*` (Mode A), or its own partition and its agent alone (Mode B)."""
         tag = self._parts.keyring.index_key(self.scope.tenant).tag
+        if self.readable.own_only:
+            return dedicated_tag(tag, self.scope.user, self.scope.agent), (
+                agent_tag(tag, self.scope.agent),
+            )
         return user_tag(tag, self.scope.user), (
             agent_tag(tag, self.scope.agent),
             agent_tag(tag, WILDCARD_READER),
         )
+
+    @property
+    def dedicated(self) -> bool:
+        """Whether this view is a dedicated (Mode B) agent's (`store.agent_isolation`)."""
+        return self.readable.own_only
 
     def pii_pseudonym(self) -> Pseudonym:
         """The keyed pseudonym the write screen puts in this tenant's PII placeholders (under
@@ -112,7 +122,7 @@ class ScopedReads:
                 size = id_bucket(len(chunk))
                 # padded with the last id: a repeated id in `IN (...)` matches nothing new
                 params = {f"id_{i}": chunk[min(i, len(chunk) - 1)] for i in range(size)}
-                statement = _live_by_ids(size, with_links)
+                statement = _live_by_ids(size, with_links, self.readable.own_only)
                 for values in statement.rows(conn, {**params, **scope_values}):
                     record = record_of(tuple(values))
                     found[record.id] = record
@@ -155,7 +165,7 @@ class ScopedReads:
         return (NoteRow.expires_at.is_(None)) | (NoteRow.expires_at > now)
 
     def _checked(self, note: Note) -> Note:
-        if not self.readable.admits(note.tenant, note.user, list(note.readers)):
+        if not self.readable.admits(note.tenant, note.user, list(note.readers), note.agent):
             raise ScopeViolation("a note outside the caller's scopes reached the exit")
         return note
 
@@ -166,11 +176,12 @@ class ScopedReads:
             raise NotFound("no such memory")
         params = {**self.readable.bound_values(), "id": canonical, "now": self._parts.clock()}
         with self._parts.db.session(self.scope.tenant) as sess:
-            row = sess.execute(_ROW_BY_ID[include_inactive], params).scalar_one_or_none()
+            statement = _ROW_BY_ID[(include_inactive, self.readable.own_only)]
+            row = sess.execute(statement, params).scalar_one_or_none()
         if row is None:
             raise NotFound("no such memory")
         readers = parse_member_list(row.readers)
-        if not self.readable.admits(row.tenant_id, row.user_id, readers):
+        if not self.readable.admits(row.tenant_id, row.user_id, readers, row.agent_id):
             raise ScopeViolation("a row outside the caller's scopes passed the SQL filter")
         return row
 
@@ -213,22 +224,27 @@ def _bound_live(*, include_inactive: bool = False) -> tuple[ColumnElement[bool],
 
 
 @functools.cache
-def _live_by_ids(size: int, with_links: bool) -> DriverStatement:
-    """`scoped_select_ids` with the live clause, for `size` ids, as a driver statement."""
+def _live_by_ids(size: int, with_links: bool, own_only: bool = False) -> DriverStatement:
+    """`scoped_select_ids` with the live clause, for `size` ids, as a driver statement
+    (`own_only`: a Mode B reader's rule, `ReadableBy.own_only`)."""
     links = note_has_links() if with_links else false()
     statement = scoped_select_bound(
         NoteRow.id.in_([bindparam(f"id_{i}", type_=NoteRow.id.type) for i in range(size)]),
         *_bound_live(),
         columns=(*RECORD_COLUMNS, links.label("has_links")),
+        own_only=own_only,
     )
     return DriverStatement(statement, "select")
 
 
-_ROW_BY_ID: dict[bool, Select[Any]] = {
-    flag: scoped_select_bound(
-        NoteRow.id == bindparam("id", type_=NoteRow.id.type), *_bound_live(include_inactive=flag)
+_ROW_BY_ID: dict[tuple[bool, bool], Select[Any]] = {
+    (flag, own): scoped_select_bound(
+        NoteRow.id == bindparam("id", type_=NoteRow.id.type),
+        *_bound_live(include_inactive=flag),
+        own_only=own,
     )
     for flag in (False, True)
+    for own in (False, True)
 }
-"""One note by id (`readable_row`), by `include_inactive`, the scope bound at execution:
+"""One note by id (`readable_row`), by (`include_inactive`, Mode B), the scope bound at execution:
 building the statement per call cost more than running it."""

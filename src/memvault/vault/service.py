@@ -20,6 +20,7 @@ from memvault.batcher import InFlight
 from memvault.errors import InvalidRequest
 from memvault.index.base import IndexPoint
 from memvault.scope import Scope
+from memvault.store import agent_isolation
 from memvault.store.codec import NoteCodec
 from memvault.store.models import NoteRow
 from memvault.store.records import NoteFields
@@ -44,6 +45,7 @@ from memvault.vault.fields import (
     check_topics,
 )
 from memvault.vault.group_commit import DEFAULT_WINDOW_MS, GroupCommitter, store_batch
+from memvault.vault.isolation import check_dedicated_readers
 from memvault.vault.note_update import NoteUpdater
 from memvault.vault.notes import Note, SearchHit, Visibility
 from memvault.vault.paging import NotePage, list_page
@@ -111,11 +113,19 @@ class Vault:
                 stack.enter_context(self._note_locks[stripe])
             yield
 
-    def scoped(self, scope: Scope) -> ScopedVault:
-        """A view that reads and writes as `scope` (from an authenticated key only)."""
+    def scoped(self, scope: Scope, *, dedicated: bool | None = None) -> ScopedVault:
+        """A view that reads and writes as `scope` (from an authenticated key only).
+
+        `dedicated`: the agent is Mode B (the key lookup says so, `Principal.dedicated`);
+        None looks it up (`store.agent_isolation`: background work, one database read).
+        """
         if scope.is_shared:
             raise InvalidRequest("the shared scope is written through visibility=shared")
-        return ScopedVault(self, scope)
+        if dedicated is None:
+            dedicated = agent_isolation.is_dedicated(
+                self.parts.db, scope.tenant, scope.user, scope.agent
+            )
+        return ScopedVault(self, scope, dedicated=dedicated)
 
     # -- helpers shared by the scoped view, the reconciler and erasure --------------------
 
@@ -225,11 +235,11 @@ class ScopedVault(ScopedReads):
 
     vault: Vault  # the whole service here; its helpers see only `VaultCore`
 
-    def __init__(self, vault: Vault, scope: Scope) -> None:
+    def __init__(self, vault: Vault, scope: Scope, *, dedicated: bool = False) -> None:
         self._parts = vault.parts
         self.vault = vault
         self.scope = scope
-        self.readable = ReadableBy(scope)
+        self.readable = ReadableBy(scope, own_only=dedicated)
         self.namespace = namespace_for(scope.tenant)
 
     @contextmanager
@@ -322,6 +332,7 @@ class ScopedVault(ScopedReads):
         the new one is live. An `untrusted` update makes the note untrusted (for good), and is
         refused for a note that is shared or has readers (`memvault.vault.provenance`).
         """
+        check_dedicated_readers(self.dedicated, self.scope.agent, readers)
         with self._guarded():
             note = NoteUpdater(self).update(
                 note_id,

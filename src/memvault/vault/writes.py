@@ -31,6 +31,7 @@ from memvault.store.models import LinkRow, NoteRow
 from memvault.store.scoping import member_list, scoped_delete, scoped_update
 from memvault.vault.drafts import (
     ACTIVE,
+    DEDICATED,
     STAGED_FIELDS,
     NoteDraft,
     content_hash,
@@ -48,6 +49,7 @@ from memvault.vault.fields import (
     check_ttl,
 )
 from memvault.vault.group_commit import Prepared, StoreJob
+from memvault.vault.isolation import check_dedicated_write
 from memvault.vault.links import add_link, delete_links_of
 from memvault.vault.notes import Note
 from memvault.vault.provenance import UNTRUSTED, check_provenance, check_unshared, seal_into
@@ -207,6 +209,9 @@ class NoteWriter:
             ttl_days = self._parts.gate.ttl_default(self.scope.tenant, kind)
         if draft.visibility not in ("private", "shared"):
             raise InvalidRequest("visibility must be 'private' or 'shared'")
+        check_dedicated_write(
+            self._view.dedicated, self.scope.agent, draft.visibility, draft.readers
+        )
         shared = draft.visibility == "shared"
         private_readers = check_readers(draft.readers, self.scope.agent)  # validated either way
         provenance = check_provenance(draft.provenance)
@@ -246,7 +251,7 @@ class NoteWriter:
             owner=self.scope.agent,
             readers=member_list(readers),
             writers=member_list([self.scope.agent]),
-            visibility=draft.visibility,
+            visibility=DEDICATED if self._view.dedicated else draft.visibility,  # Mode B
             note_type=kind,
             status=ACTIVE,  # inserted only after its vector is in the index
             is_active=1,
