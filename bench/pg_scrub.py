@@ -50,6 +50,29 @@ def _autocommit(url: str, statement: str) -> None:
     engine.dispose()
 
 
+def ensure_wal_recycle_off(url: str) -> None:
+    """Configure the server as a PostgreSQL keystore needs (`wal_recycle = off`, docs/keyring.md;
+    memvault refuses one without it), as an operator would and as the test suite does: ALTER
+    SYSTEM and a reload, then wait until new backends see it. `url` is a superuser's."""
+    engine = create_engine(url, isolation_level="AUTOCOMMIT")
+    setting = text("SELECT current_setting('wal_recycle')")
+    try:
+        with engine.connect() as conn:
+            if conn.execute(setting).scalar_one() == "off":
+                return
+            conn.execute(text("ALTER SYSTEM SET wal_recycle = off"))
+            conn.execute(text("SELECT pg_reload_conf()"))
+        print("set wal_recycle = off on the server (a keystore needs it)", file=sys.stderr)
+        for _ in range(50):
+            engine.dispose()  # a fresh backend each round
+            with engine.connect() as conn:
+                if conn.execute(setting).scalar_one() == "off":
+                    return
+            time.sleep(0.1)
+    finally:
+        engine.dispose()
+
+
 def erase_seconds(services: Services, user: str) -> float:
     jobs = install(services).erasures
     start = time.perf_counter()
@@ -111,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     schema = "mvbench_" + uuid.uuid4().hex[:10]
     keystore_db = "mvbenchks_" + uuid.uuid4().hex[:10]
     upgrade_database(admin, schema=schema)
+    ensure_wal_recycle_off(admin)
     _autocommit(admin, f'CREATE DATABASE "{keystore_db}"')
     try:
         with tempfile.TemporaryDirectory() as tmp:
