@@ -23,6 +23,7 @@ import json
 import random
 import resource
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -315,3 +316,28 @@ def autocommit(url: str, statement: str) -> None:
     with engine.connect() as conn:
         conn.execute(text(statement))
     engine.dispose()
+
+
+def ensure_wal_recycle_off(url: str) -> None:
+    """Configure the server as a PostgreSQL keystore needs (`wal_recycle = off`, docs/keyring.md;
+    memvault refuses one without it), as an operator would and as the test suite does: ALTER
+    SYSTEM and a reload, then wait until new backends see it. `url` is a superuser's."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url, isolation_level="AUTOCOMMIT")
+    setting = text("SELECT current_setting('wal_recycle')")
+    try:
+        with engine.connect() as conn:
+            if conn.execute(setting).scalar_one() == "off":
+                return
+            conn.execute(text("ALTER SYSTEM SET wal_recycle = off"))
+            conn.execute(text("SELECT pg_reload_conf()"))
+        print("set wal_recycle = off on the server (a keystore needs it)", file=sys.stderr)
+        for _ in range(50):
+            engine.dispose()  # a fresh backend each round
+            with engine.connect() as conn:
+                if conn.execute(setting).scalar_one() == "off":
+                    return
+            time.sleep(0.1)
+    finally:
+        engine.dispose()

@@ -130,12 +130,13 @@ def _services(root: Path, database_url: str | None) -> Iterator[Any]:
         return
     from sqlalchemy.engine import make_url
 
-    from bench._harness import autocommit
+    from bench._harness import autocommit, ensure_wal_recycle_off
     from memvault.config import Settings
     from memvault.store.database import upgrade_database
 
     schema = "mvscale_" + uuid.uuid4().hex[:10]
     keystore_db = "mvscaleks_" + uuid.uuid4().hex[:10]
+    ensure_wal_recycle_off(database_url)
     upgrade_database(database_url, schema=schema)
     autocommit(database_url, f'CREATE DATABASE "{keystore_db}"')
     try:

@@ -29,7 +29,7 @@ from typing import Any
 
 from sqlalchemy.engine import make_url
 
-from bench._harness import autocommit, sentence
+from bench._harness import autocommit, ensure_wal_recycle_off, sentence
 from memvault.compliance.wiring import install
 from memvault.config import Settings
 from memvault.embed import make_embedder
@@ -106,6 +106,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     schema = "mvbench_" + uuid.uuid4().hex[:10]
     keystore_db = "mvbenchks_" + uuid.uuid4().hex[:10]
     upgrade_database(admin, schema=schema)
+    ensure_wal_recycle_off(admin)
     autocommit(admin, f'CREATE DATABASE "{keystore_db}"')
     try:
         with tempfile.TemporaryDirectory() as tmp:
