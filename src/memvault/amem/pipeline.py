@@ -30,6 +30,7 @@ from memvault.amem.views import Candidate
 from memvault.scope import SHARED_AGENT, may_write
 from memvault.store.models import NoteRow
 from memvault.store.scoping import parse_member_list
+from memvault.text import SparseEncoder
 from memvault.vault.links import put_link
 from memvault.vault.notes import Note
 from memvault.vault.provenance import same_provenance
@@ -147,7 +148,21 @@ class AmemPipeline:
         text = f"{note.text}\n{extra}" if extra else note.text
         vector = self._parts.embedder.embed_documents(scope, [text])[0].tolist()
         where = replace(self._view.point_filter(), exclude_ids=(note.id,))
-        hits = self._parts.index.search_dense(self._view.namespace, vector, where, CANDIDATES)
+        index, namespace = self._parts.index, self._view.namespace
+        hits = index.search_dense(namespace, vector, where, CANDIDATES)
+        # BM25 candidates too, with their cosine: among many look-alikes ("X's favourite colour
+        # is ..." for each of a dozen people) the same subject's older version may not be among
+        # the nearest vectors, but it shares the subject's words.
+        key = self._parts.keyring.index_key(scope.tenant)
+        words = SparseEncoder(key.token_id).encode_query(note.text)
+        if words.indices:
+            lexical = index.search_sparse(namespace, words, where, CANDIDATES)
+            known = {h.id for h in hits}
+            missing = tuple(h.id for h in lexical if h.id not in known)
+            if missing:
+                only = replace(where, only_ids=missing)
+                hits = [*hits, *index.search_dense(namespace, vector, only, len(missing))]
+                hits.sort(key=lambda h: h.score, reverse=True)
         self._view.check_hits(hits)
         if not hits:
             return []
