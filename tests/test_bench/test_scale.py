@@ -13,7 +13,7 @@ def test_every_scenario_is_a_choice_and_the_erase_options_are_there() -> None:
     parser = parser_for(["erase"])
     args = parser.parse_args(["--scenario", "erase", "--erase-notes", "5"])
     assert args.scenario == "erase" and args.erase_notes == 5
-    assert set(SCENARIOS) == {"big", "many", "erase"}
+    assert set(SCENARIOS) == {"big", "many", "erase", "scrub"}
 
 
 @pytest.mark.slow

@@ -55,6 +55,7 @@ def test_erase_user_leaves_nothing_in_any_store(
         "refusals": 0,
         "api_keys": 0,
         "amem_jobs": 0,
+        "agent_isolation": 0,
     }
     assert report.verified
     for agent in ("a1", "a2"):

@@ -74,8 +74,8 @@ class MarkOut(BaseModel):
     expires_at: float | None = Field(default=None, description="Unix time the mark runs out.")
 
 
-def untrusted_sessions(request: Request) -> UntrustedSessions:
-    """The app's untrusted-session marks (`create_app` builds them)."""
+async def untrusted_sessions(request: Request) -> UntrustedSessions:
+    """The app's untrusted-session marks (`create_app` builds them); async: no thread hop."""
     marks: UntrustedSessions = request.app.state.untrusted
     return marks
 

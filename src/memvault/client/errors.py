@@ -144,6 +144,20 @@ class IdempotencyKeyInProgressError(ConflictError):
     code = "idempotency_key_in_progress"
 
 
+class IsolationConflictError(ConflictError):
+    """409 `isolation_conflict`: a key asked for another isolation than the agent has (an
+    agent's isolation never changes); nothing was stored."""
+
+    code = "isolation_conflict"
+
+
+class IsolationRefusedError(InvalidRequestError):
+    """422 `isolation_refused`: a dedicated (Mode B) agent wrote `shared` or `readers`; the
+    message names the field."""
+
+    code = "isolation_refused"
+
+
 class ScreenRefusedError(InvalidRequestError):
     """422: the write screen refused a value. `detector` names the detector that fired and
     `field` the field (`text`, `source`, `topics`, ...); the value itself is never echoed."""
@@ -229,6 +243,8 @@ EXCEPTION_BY_CODE: dict[str, type[ApiError]] = {
         ScopeBusyError,
         IdempotencyKeyReusedError,
         IdempotencyKeyInProgressError,
+        IsolationConflictError,
+        IsolationRefusedError,
         CredentialRefusedError,
         PiiRefusedError,
         TooShortError,
