@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
+from bench._harness import ensure_wal_recycle_off
 
 from memvault.config import Settings
 from memvault.embed.base import Embedder
 from memvault.runtime.factory import Services, open_services
 from tests.conftest import PG_ENV, app_role_url, drop_schema, migrated_pg_schema, pg_url_or_skip
-from tests.test_scale.pg import autocommit_engine, scratch_database
+from tests.test_scale.pg import scratch_database
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -22,23 +21,8 @@ def keystore_server_erasable() -> None:
     """A PostgreSQL keystore needs `wal_recycle = off` (docs/keyring.md), and memvault refuses
     one without it; the test server is configured so, as an operator would (ALTER SYSTEM)."""
     url = os.environ.get(PG_ENV)
-    if not url:
-        return
-    setting = text("SELECT current_setting('wal_recycle')")
-    engine = autocommit_engine(url)
-    try:
-        with engine.connect() as conn:
-            if conn.execute(setting).scalar_one() != "off":
-                conn.execute(text("ALTER SYSTEM SET wal_recycle = off"))
-                conn.execute(text("SELECT pg_reload_conf()"))
-        for _ in range(50):  # the reload reaches new backends once the postmaster has read it
-            engine.dispose()  # a fresh backend each round
-            with engine.connect() as conn:
-                if conn.execute(setting).scalar_one() == "off":
-                    return
-            time.sleep(0.1)
-    finally:
-        engine.dispose()
+    if url:
+        ensure_wal_recycle_off(url)
 
 
 @pytest.fixture

@@ -32,6 +32,7 @@ import re
 import unicodedata
 from typing import TYPE_CHECKING
 
+from memvault.amem.lexicon import SENTENCE_END
 from memvault.errors import NotFound, PermissionDenied
 from memvault.vault.links import put_link
 from memvault.vault.provenance import same_provenance
@@ -64,7 +65,6 @@ _SLOT = re.compile(
     r"(?P<value>.+?)[.!]?$",
     re.IGNORECASE,
 )
-_SENTENCE_END = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])\s*|\n+|(?<=[;\uff1b])\s*")
 _QUESTION = ("?", "\uff1f")
 VERSION_ACTIONS = frozenset({"EVOLVE", "UPDATE", "SUPERSEDE"})
 """Decisions that make the newer note a new version of the older one (`supersedes`)."""
@@ -124,7 +124,7 @@ def restates(new: str, old: str) -> bool:
 
 def sentences(text: str) -> list[str]:
     """The sentences of a text that hold a word (split after . ! ? ; and at line breaks)."""
-    return [p for p in _SENTENCE_END.split(text) if words(p)]
+    return [p for p in SENTENCE_END.split(text) if words(p)]
 
 
 def one_fact(text: str) -> bool:
