@@ -50,8 +50,8 @@ from qdrant_edge import (
 )
 
 from bench._harness import percentile, sentence
+from memvault.index._edge_factory import ShardFactory
 from memvault.index._edge_hnsw import BUILT_FILE, PENDING_FILE
-from memvault.index._edge_shards import ShardFactory
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -16,7 +16,7 @@ from qdrant_client import QdrantClient, models
 from qdrant_edge import Modifier
 
 from memvault.index import EdgeIndex, PointFilter, QdrantIndex
-from memvault.index._edge_shards import ShardFactory
+from memvault.index._edge_factory import ShardFactory
 from tests.test_index.shapes import DIM, axis, point, sparse
 
 NS = "acme"

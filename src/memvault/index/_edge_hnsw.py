@@ -66,7 +66,7 @@ def build_config(base: EdgeConfig) -> EdgeConfig:
 def build(folder: Path, dense_dim: int) -> None:
     """Index the (closed) shard in `folder` in place: load, optimize, flush, close.
 
-    The vectors are those `_edge_shards.ShardFactory` creates (this module sits below it).
+    The vectors are those `_edge_factory.ShardFactory` creates (this module sits below it).
     """
     base = EdgeConfig(
         vectors={

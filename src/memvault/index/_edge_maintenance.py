@@ -236,7 +236,11 @@ class EdgeMaintenance:
         """
         with self._shards.namespace_lock(key[0]).shared(), self._shards.partition_lock(key):
             shard = self._shards.handle(key, create=False)
-            if shard is not None and guarded("delete", lambda: op(shard, key)):
+            try:
+                deleted = shard is not None and guarded("delete", lambda: op(shard, key))
+            finally:
+                self._shards.forget_counts(key)
+            if deleted:
                 self._rebuild_locked(key)
 
     def rebuild(

@@ -204,6 +204,16 @@ class EdgeReads:
         return [i for ids in self._each(namespace, where, op, "scroll") for i in ids]
 
     def count(self, namespace: str, where: PointFilter) -> int:
-        """Exact count of points matching `where`; 0 for an unknown namespace."""
+        """Exact count of points matching `where`; 0 for an unknown namespace.
+
+        A count inside one user's partition is remembered until that partition is written
+        (`ShardTable.counted`): the readable-set IDF asks the same counts on every search.
+        """
         request = CountRequest(exact=True, filter=edge_filter(where))
-        return sum(self._each(namespace, where, lambda shard, key: shard.count(request), "count"))
+        if where.user_id is None:
+            return sum(self._each(namespace, where, lambda shard, _: shard.count(request), "count"))
+
+        def op(shard: EdgeShard, key: PartKey) -> int:
+            return self._shards.counted(key, where, lambda: shard.count(request))
+
+        return sum(self._each(namespace, where, op, "count"))

@@ -22,45 +22,30 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from qdrant_edge import (
-    Distance,
-    EdgeConfig,
-    EdgeShard,
-    EdgeSparseVectorParams,
-    EdgeVectorParams,
-    IntegerIndexParams,
-    KeywordIndexParams,
-    Memory,
-    Modifier,
-    UpdateOperation,
-)
+from qdrant_edge import EdgeShard
 
 from memvault.errors import IndexError_, VaultError
-from memvault.index._edge_layout import (
-    is_partition_name,
-    is_shard,
-    list_partitions,
-    shard_folder_name,
-    write_record,
-)
+from memvault.index._edge_factory import ShardFactory
+from memvault.index._edge_layout import is_shard, list_partitions, shard_folder_name, write_record
 from memvault.index._edge_locks import SharedLock
-from memvault.index._edge_rebuild import (
-    has_leftovers,
-    rebuild_partition,
-    recover_partition,
-    swap_in,
-)
-from memvault.index.base import DENSE, SPARSE, validate_namespace
+from memvault.index._edge_rebuild import has_leftovers, recover_partition
+from memvault.index.base import validate_namespace
 
 # The adapter's logger: these messages are `EdgeIndex`'s, wherever the code sits.
 log = logging.getLogger("memvault.index.edge")
 
 T = TypeVar("T")
+
+READ_ACTIONS = frozenset({"search", "retrieve", "scroll", "count"})
+"""`ShardTable.run` actions that do not change a partition; any other forgets its counts."""
+
+MAX_COUNTS = 4096
+"""Remembered counts per open partition (readers × query terms); past it they start over."""
 
 SHARD_BASE_MIB = 18.0
 """Estimated RSS of an open shard beyond its points: measured 18.6 MiB for 100 points, almost
@@ -98,101 +83,12 @@ def index_error(action: str, exc: BaseException) -> IndexError_:
     return IndexError_(f"vector index {action} failed" + (f": {reason}" if reason else ""))
 
 
-def _payload_indexes() -> dict[str, Any]:
-    """Payload fields the shard indexes, and how: those of a search's scope filter.
-
-    Each keyword index costs a loaded 5,000-point partition about 5 MiB of RSS
-    (docs/performance.md), so fields filtered only by rare operations are not indexed:
-    `agent_id` (erasing an agent) and `note_type`; the engine checks those against the stored
-    payload (`alias_of`, once A-MEM's alias of an absorbed note, is no longer filtered).
-    Shards created with them lose them on their next load (`RETIRED_INDEXES`).
-    """
-    return {
-        "user_id": KeywordIndexParams(is_tenant=True),
-        "readers": KeywordIndexParams(),
-        "topic_tags": KeywordIndexParams(),
-        "is_active": IntegerIndexParams(lookup=True, range=False),
-        # A reader's document frequencies are counts by keyed token id (`PointFilter.term`).
-        "terms": IntegerIndexParams(lookup=True, range=False),
-    }
-
-
-RETIRED_INDEXES = ("agent_id", "note_type", "alias_of")
-"""Payload indexes that shards created before 2026-12-02 have and `ShardFactory.open` deletes."""
-
-
-class ShardFactory:
-    """Creates and loads shards with one configuration: cosine `dense`, plain `bm25`, WAL on.
-
-    `bm25` has no IDF modifier (issue 32): the engine's IDF would count every note of the
-    partition, other agents' private notes included; the query carries IDF over the readable
-    set instead. A shard created with the modifier is rebuilt without it when it is opened.
-    """
-
-    def __init__(self, dense_dim: int) -> None:
-        self.dense_dim = dense_dim
-
-    def config(self, modifier: Modifier | None = None) -> EdgeConfig:
-        """The engine configuration of every shard.
-
-        Dense vectors are `Memory.Cold`: mapped and paged in as searches touch them. The
-        engine's default (`Cached`) pages in the whole preallocated storage file when a shard
-        is loaded, about 42 MiB for a 5,000-point partition whose vectors take 10 MiB
-        (docs/performance.md). A shard keeps the placement it was created with.
-        """
-        return EdgeConfig(
-            vectors={
-                DENSE: EdgeVectorParams(
-                    size=self.dense_dim, distance=Distance.Cosine, memory=Memory.Cold
-                )
-            },
-            sparse_vectors={SPARSE: EdgeSparseVectorParams(modifier=modifier)},
-            max_search_threads=1,
-            wal_enabled=True,
-        )
-
-    def _load(self, folder: Path) -> EdgeShard:
-        """Load the shard in `folder`; one made with the IDF modifier is rebuilt without it."""
-        try:
-            return EdgeShard.load(str(folder), self.config())
-        except Exception as exc:
-            if "modifier" not in str(exc):
-                raise
-        legacy = EdgeShard.load(str(folder), self.config(Modifier.Idf))
-        if not is_partition_name(folder.name):
-            return legacy  # a pre-partition namespace shard, read once by its split
-        try:
-            rebuild_partition(folder, legacy, self.open)
-        finally:
-            legacy.close()
-        swap_in(folder)
-        log.info("index partition rebuilt without the engine's IDF modifier")
-        return EdgeShard.load(str(folder), self.config())
-
-    def open(self, folder: Path) -> EdgeShard:
-        """Load the shard in `folder`, or create it there (the folder may exist, empty)."""
-        # Passing the config on load makes the engine refuse a shard of another dimension.
-        if is_shard(folder):
-            shard = self._load(folder)
-        else:
-            folder.mkdir(mode=0o700, exist_ok=True)
-            shard = EdgeShard.create(str(folder), self.config())
-        # Also on load: a crash between create and the index calls leaves them missing.
-        present = shard.info().payload_schema
-        for field, params in _payload_indexes().items():
-            if field not in present:
-                shard.update(UpdateOperation.create_field_index(field, params))
-        for field in RETIRED_INDEXES:  # their memory is freed from the next load on
-            if field in present:
-                shard.update(UpdateOperation.delete_field_index(field))
-        return shard
-
-
 @dataclass(slots=True)
 class _OpenShard:
     shard: EdgeShard
     lock: threading.Lock  # the partition's lock
     cost: float = 0.0  # estimated MiB (`shard_cost_mib`)
+    counts: dict[Hashable, int] = field(default_factory=dict)  # `ShardTable.counted`
 
     def shut(self) -> None:
         """Flush and close; the caller holds `lock`."""
@@ -384,11 +280,39 @@ class ShardTable:
             try:
                 return guarded(action, lambda: op(shard))
             finally:
+                if action not in READ_ACTIONS:
+                    self.forget_counts(key)
                 if transient:
                     try:
                         _OpenShard(shard=shard, lock=self.partition_lock(key)).shut()
                     except Exception as exc:  # the engine's message holds a path
                         log.warning("closing an edge shard failed: %s", type(exc).__name__)
+
+    def counted(self, key: PartKey, memo: Hashable, compute: Callable[[], int]) -> int:
+        """`compute()`, remembered as `memo` while the partition stays open and unwritten.
+
+        The caller holds the partition's lock, as every write does (`run`, maintenance), so a
+        count is never stored across a write: `run` forgets a partition's counts after any
+        action not in `READ_ACTIONS`, and closing, evicting, rebuilding or dropping a partition
+        discards its open entry with them. One process owns a shard, so nobody else writes it.
+        """
+        with self._table_lock:
+            handle = self._table.get(key)
+        if handle is None:
+            return compute()
+        found = handle.counts.get(memo)
+        if found is None:
+            if len(handle.counts) >= MAX_COUNTS:
+                handle.counts.clear()
+            found = handle.counts[memo] = compute()
+        return found
+
+    def forget_counts(self, key: PartKey) -> None:
+        """Drop the partition's remembered counts (it was written); the caller holds its lock."""
+        with self._table_lock:
+            handle = self._table.get(key)
+        if handle is not None:
+            handle.counts.clear()
 
     # -- whole namespaces and the table ------------------------------------------------------
 
