@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -118,12 +119,17 @@ def _fill(view: Any, start: int, stop: int, args: argparse.Namespace, deadline: 
     return n
 
 
-def _searches(view: Any, phase: int, count: int) -> dict[str, list[float]]:
-    """`count` timed searches per mode, interleaved, every query a new text; ms per mode."""
+def _searches(
+    view: Any, phase: int, count: int, before: Callable[[], None] | None = None
+) -> dict[str, list[float]]:
+    """`count` timed searches per mode, interleaved, every query a new text; ms per mode.
+    `before` runs (untimed) before each search."""
     times: dict[str, list[float]] = {m: [] for m in MODES}
     for k in range(-3, count):  # three untimed rounds first
         for j, mode in enumerate(MODES):
             query = f"{sentence(10_000_000 * (phase + 1) + 10 * k + j + 30)} plan again"
+            if before is not None:
+                before()
             began = time.perf_counter()
             view.search(query, limit=10, mode=mode)
             if k >= 0:
@@ -190,6 +196,9 @@ def run_vault(args: argparse.Namespace) -> dict[str, Any]:
         reached = _fill(view, 0, small, args, float("inf"))
         out["small_size"], out["small_fill_notes_per_s"] = reached, _rate(reached, began)
         out["small"] = _summary(_searches(view, 0, args.queries), _load())
+        out["small_after_write"] = _summary(
+            _searches(view, 4, args.queries, services.index.forget_counts), _load()
+        )
         began = time.perf_counter()
         reached = _fill(view, small, big, args, deadline)
         out["big_size"], out["grow_notes_per_s"] = reached, _rate(reached - small, began)
@@ -203,6 +212,9 @@ def run_vault(args: argparse.Namespace) -> dict[str, Any]:
         out["maintenance_build_s"] = round(time.perf_counter() - began, 1)
         out["hnsw_built"] = any(index_dir.rglob(BUILT_FILE))
         out["big_hnsw"] = _summary(_searches(view, 2, args.queries), _load())
+        # The same after a write to the partition: the readable-set IDF counts asked afresh.
+        forget = services.index.forget_counts
+        out["big_hnsw_after_write"] = _summary(_searches(view, 3, args.queries, forget), _load())
         indexed = _tops(view, args.queries)
         out["recall_at_10"] = {m: _recall(indexed[m], exact[m]) for m in RECALL_MODES}
         out["recall_at_10_ties"] = {m: _tie_recall(indexed[m], exact[m]) for m in RECALL_MODES}
@@ -214,6 +226,10 @@ def run_vault(args: argparse.Namespace) -> dict[str, Any]:
         base = out["small"][mode]["p50_ms"]
         out[f"{mode}_p50_ratio_hnsw"] = round(out["big_hnsw"][mode]["p50_ms"] / base, 2)
         out[f"{mode}_p50_ratio_exact"] = round(out["big_exact"][mode]["p50_ms"] / base, 2)
+        after = out["big_hnsw_after_write"][mode]["p50_ms"]
+        out[f"{mode}_p50_ratio_after_write"] = round(
+            after / out["small_after_write"][mode]["p50_ms"], 2
+        )
     out["targets"] = {"full_p50_ratio": 1.5, "recall_within": 0.01}
     return out
 

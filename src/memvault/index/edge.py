@@ -369,6 +369,12 @@ class EdgeIndex(EdgeReads):
         """Open `(namespace, partition folder)` pairs, least recently used first."""
         return self._shards.open_names()
 
+    def forget_counts(self) -> None:
+        """Drop every remembered count (benchmarks: a search's cost right after a write)."""
+        for key in self._shards.open_names():
+            with self._shards.partition_lock(key):
+                self._shards.forget_counts(key)
+
     def flush(self) -> None:
         """Flush every open shard's pending writes to its segments."""
         self._shards.flush()
