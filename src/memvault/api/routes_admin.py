@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Response
 
 from memvault.api.deps import AdminDep, AuditReaderDep, ServicesDep, only_query_params, tenant_of
-from memvault.api.schemas import (
+from memvault.api.schemas_admin import (
     IssuedKeyOut,
     IssueKey,
     ReadAlertsPolicy,

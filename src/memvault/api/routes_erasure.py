@@ -21,7 +21,7 @@ from memvault.api.deps import (
     only_query_params,
     tenant_of,
 )
-from memvault.api.schemas import EraseRequest
+from memvault.api.schemas_admin import EraseRequest
 from memvault.compliance import inventory
 from memvault.compliance.erase import ScrubIncomplete
 from memvault.compliance.wiring import Compliance

@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends
 
 from memvault.api.deps import OperatorDep, ServicesDep, only_query_params
-from memvault.api.schemas import CreateTenant, IndexStatusOut, IssuedKeyOut
+from memvault.api.schemas_admin import CreateTenant, IndexStatusOut, IssuedKeyOut
 
 router = APIRouter(prefix="/v1/operator", tags=["operator"])
 

@@ -8,9 +8,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from memvault.api.schemas import MEMORY_NOTICE, IssuedKeyOut, NoteList, NoteOut, ScreenPolicyIn
+from memvault.api.schemas import MEMORY_NOTICE, NoteList, NoteOut
 from memvault.api.schemas import SearchResult as _SearchResult
-from memvault.api.schemas import TtlDefaults as _TtlDefaults
+from memvault.api.schemas_admin import IssuedKeyOut, ScreenPolicyIn
+from memvault.api.schemas_admin import TtlDefaults as _TtlDefaults
 
 Note = NoteOut
 """A memory as the API returns it: id, text (after redaction), visibility, owner, readers,

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from memvault.api import routes_audit, routes_erasure
-from memvault.api.schemas import EraseRequest
+from memvault.api.schemas_admin import EraseRequest
 from memvault.compliance.verify import Verdict, verify_receipt
 from memvault.console import reads, web
 from memvault.runtime.factory import Services

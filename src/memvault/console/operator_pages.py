@@ -13,7 +13,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from memvault.api import routes_erasure, routes_operator
-from memvault.api.schemas import CreateTenant
+from memvault.api.schemas_admin import CreateTenant
 from memvault.console import web
 from memvault.console.compliance_pages import receipt_json, receipt_verdict, verified
 

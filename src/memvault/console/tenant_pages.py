@@ -13,7 +13,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from memvault.api import routes_admin, routes_erasure
-from memvault.api.schemas import IssueKey, ScreenPolicyIn, TtlDefaults
+from memvault.api.schemas_admin import IssueKey, ScreenPolicyIn, TtlDefaults
 from memvault.console import reads, web
 from memvault.tenancy.principals import TENANT_ROLES
 
