@@ -26,7 +26,6 @@ from memvault.store.models import NoteRow
 from memvault.store.records import NoteFields
 from memvault.store.scoping import (
     ReadableBy,
-    parse_member_list,
 )
 from memvault.text import SparseEncoder
 from memvault.vault.drafts import (
@@ -46,11 +45,12 @@ from memvault.vault.fields import (
 )
 from memvault.vault.group_commit import DEFAULT_WINDOW_MS, GroupCommitter, store_batch
 from memvault.vault.isolation import check_dedicated_readers
+from memvault.vault.note_rows import note_from_row
 from memvault.vault.note_update import NoteUpdater
 from memvault.vault.notes import Note, SearchHit, Visibility
 from memvault.vault.paging import NotePage, list_page
 from memvault.vault.parts import FaultHook, VaultParts
-from memvault.vault.provenance import TRUSTED, Provenance, of_attrs
+from memvault.vault.provenance import TRUSTED, Provenance
 from memvault.vault.relations import annotate_notes, drop_typed_relations
 from memvault.vault.scoped_reads import ScopedReads
 from memvault.vault.sessions import IndexContext
@@ -141,48 +141,8 @@ class Vault:
 
     @staticmethod
     def note_of_plain(row: NoteFields, text: str, attrs: Mapping[str, Any]) -> Note:
-        """The note of a row whose plaintext the caller holds: what it just sealed itself."""
-        flags = [
-            name
-            for name, value in (
-                ("ephemeral", row.ephemeral),
-                ("suspicious", row.suspicious),
-                ("conflict", row.conflict),
-                ("low_quality", row.low_quality),
-            )
-            if value
-        ]
-        return Note(
-            id=row.id,
-            tenant=row.tenant_id,
-            user=row.user_id,
-            agent=row.agent_id,
-            owner=row.owner,
-            readers=tuple(parse_member_list(row.readers)),
-            writers=tuple(parse_member_list(row.writers)),
-            visibility="shared" if row.visibility == "shared" else "private",
-            note_type="knowledge" if row.note_type == "knowledge" else "memory",
-            text=text,
-            topics=tuple(attrs.get("topics", ())),
-            source=attrs.get("source"),
-            created_at=row.created_at,
-            updated_at=row.updated_at,
-            last_accessed=row.last_accessed,
-            retrieval_count=row.retrieval_count,
-            flags=tuple(flags),
-            redacted=tuple(t for t in row.redacted_types.split(",") if t),
-            expires_at=row.expires_at,
-            session_id=attrs.get("session_id"),
-            occurred_at=row.occurred_at if row.occurred_at is not None else row.created_at,
-            keywords=tuple(attrs.get("keywords", ())),
-            tags=tuple(attrs.get("tags", ())),
-            context=attrs.get("context"),
-            category=attrs.get("category"),
-            enrichment=row.enrichment,
-            history=len(attrs.get("evolution_history", ())),
-            valid_to=row.invalidated_at,
-            provenance=of_attrs(attrs),
-        )
+        """The note of a row whose plaintext the caller holds (`vault.note_rows`)."""
+        return note_from_row(row, text, attrs)
 
     def index_point(
         self, row: NoteRow, text: str, topics: Sequence[str], avgdl: float
