@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from memvault.compliance import erasure as erasure_module
+from memvault.compliance import erasure_steps as erasure_module
 from memvault.compliance.wiring import install
 from memvault.runtime.factory import Services
 from memvault.scope import Scope
