@@ -7,13 +7,14 @@ the adapter's back is not seen) and that each write path forgets it.
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from qdrant_edge import UpdateOperation
 
-from memvault.index import EdgeIndex, PointFilter, VectorIndex
+from memvault.index import EdgeIndex, IndexPoint, PointFilter, VectorIndex
 from tests.test_index.shapes import DIM, axis, point
 
 NS = "tenant-memo"
@@ -59,10 +60,13 @@ def test_a_count_is_remembered_until_the_partition_is_written(tmp_path: Path) ->
             assert shard is not None
             shard.update(UpdateOperation.upsert_points([index._point(behind)]))
         assert _counts(index) == (1, 1)
-        # A count with another filter is not remembered yet, and a write forgets them all.
-        assert index.count(NS, PointFilter(user_id="u1")) == 2
-        index.set_payload(NS, [behind.id], {"is_active": 1})
+        # A new point is added to the remembered counts, not counted afresh ...
+        index.upsert(NS, [point(axis(2), words={7: 1.0})])
         assert _counts(index) == (2, 2)
+        # ... a count with another filter is not remembered yet, and an edit forgets them all.
+        assert index.count(NS, PointFilter(user_id="u1")) == 3
+        index.set_payload(NS, [behind.id], {"is_active": 1})
+        assert _counts(index) == (3, 3)
     finally:
         index.close()
 
@@ -83,5 +87,49 @@ def test_closing_a_partition_forgets_its_counts(tmp_path: Path, how: str) -> Non
         shard.update(UpdateOperation.upsert_points([index._point(point(axis(1), words={7: 1.0}))]))
         shard.close()
         assert _counts(index) == (2, 2)
+    finally:
+        index.close()
+
+
+def test_new_points_keep_every_remembered_count_exact(tmp_path: Path) -> None:
+    """Counts under many filters, remembered, then batches of new points of every kind (other
+    readers, inactive, other agents and terms): each remembered count equals a fresh one."""
+    rng = random.Random(7)
+    agents, terms = ["a1", "a2", "a3"], [7, 8, 9, 10]
+
+    def random_point() -> IndexPoint:
+        agent = rng.choice(agents)
+        readers = rng.choice([[agent], [agent, "a2"], ["*"]])
+        words = {t: 1.0 for t in rng.sample(terms, rng.randint(1, 3))}
+        return point(
+            axis(rng.randrange(DIM)),
+            words=words,
+            agent=agent,
+            readers=readers,
+            is_active=rng.choice([0, 1, 1]),
+            topic_tags=rng.choice([[], ["t1"], ["t1", "t2"]]),
+        )
+
+    filters = [
+        PointFilter(user_id="u1", readers_any=(r, "*"), active_only=active, term=t, agent_id=a)
+        for r in agents
+        for active in (True, False)
+        for t in (None, *terms)
+        for a in (None, "a1")
+    ] + [
+        PointFilter(user_id="u1", topic_tags=("t1", "t2")),
+        PointFilter(user_id="u1", note_type="fact"),
+    ]
+    index = EdgeIndex(tmp_path / "index", DIM)
+    try:
+        index.upsert(NS, [random_point() for _ in range(20)])
+        for _ in range(4):
+            remembered = [index.count(NS, f) for f in filters]
+            assert remembered == [index.count(NS, f) for f in filters]  # served from the memo
+            index.upsert(NS, [random_point() for _ in range(rng.randint(1, 6))])
+            kept = [index.count(NS, f) for f in filters]
+            index.forget_counts()
+            assert kept == [index.count(NS, f) for f in filters]
+            assert kept != remembered
     finally:
         index.close()

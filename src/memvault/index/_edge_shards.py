@@ -22,10 +22,10 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from qdrant_edge import EdgeShard
 
@@ -34,15 +34,19 @@ from memvault.index._edge_factory import ShardFactory
 from memvault.index._edge_layout import is_shard, list_partitions, shard_folder_name, write_record
 from memvault.index._edge_locks import SharedLock
 from memvault.index._edge_rebuild import has_leftovers, recover_partition
-from memvault.index.base import validate_namespace
+from memvault.index.base import PointFilter, payload_test, validate_namespace
 
 # The adapter's logger: these messages are `EdgeIndex`'s, wherever the code sits.
 log = logging.getLogger("memvault.index.edge")
 
 T = TypeVar("T")
 
-READ_ACTIONS = frozenset({"search", "retrieve", "scroll", "count"})
-"""`ShardTable.run` actions that do not change a partition; any other forgets its counts."""
+KEEPS_COUNTS = frozenset({"search", "retrieve", "scroll", "count", "upsert"})
+"""`ShardTable.run` actions that leave remembered counts right: reads, and `upsert`, which
+adds its new points to them itself (`count_added`); any other action forgets them."""
+
+MAX_COUNT_UPKEEP = 50_000
+"""Past this many (remembered count x new point) checks, a write forgets the counts instead."""
 
 MAX_COUNTS = 4096
 """Remembered counts per open partition (readers × query terms); past it they start over."""
@@ -88,7 +92,7 @@ class _OpenShard:
     shard: EdgeShard
     lock: threading.Lock  # the partition's lock
     cost: float = 0.0  # estimated MiB (`shard_cost_mib`)
-    counts: dict[Hashable, int] = field(default_factory=dict)  # `ShardTable.counted`
+    counts: dict[PointFilter, int] = field(default_factory=dict)  # `ShardTable.counted`
 
     def shut(self) -> None:
         """Flush and close; the caller holds `lock`."""
@@ -280,7 +284,7 @@ class ShardTable:
             try:
                 return guarded(action, lambda: op(shard))
             finally:
-                if action not in READ_ACTIONS:
+                if action not in KEEPS_COUNTS:
                     self.forget_counts(key)
                 if transient:
                     try:
@@ -288,13 +292,14 @@ class ShardTable:
                     except Exception as exc:  # the engine's message holds a path
                         log.warning("closing an edge shard failed: %s", type(exc).__name__)
 
-    def counted(self, key: PartKey, memo: Hashable, compute: Callable[[], int]) -> int:
-        """`compute()`, remembered as `memo` while the partition stays open and unwritten.
+    def counted(self, key: PartKey, memo: PointFilter, compute: Callable[[], int]) -> int:
+        """`compute()` (the count of `memo`'s matches), remembered while the partition is open.
 
         The caller holds the partition's lock, as every write does (`run`, maintenance), so a
-        count is never stored across a write: `run` forgets a partition's counts after any
-        action not in `READ_ACTIONS`, and closing, evicting, rebuilding or dropping a partition
-        discards its open entry with them. One process owns a shard, so nobody else writes it.
+        count never misses a write: `run` forgets a partition's counts after any action not in
+        `KEEPS_COUNTS`, an upsert of new points adds them (`count_added`), and closing,
+        evicting, rebuilding or dropping a partition discards its open entry with them. One
+        process owns a shard, so nobody else writes it.
         """
         with self._table_lock:
             handle = self._table.get(key)
@@ -306,6 +311,21 @@ class ShardTable:
                 handle.counts.clear()
             found = handle.counts[memo] = compute()
         return found
+
+    def count_added(self, key: PartKey, points: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        """Add points just inserted (new ids, stored payloads) to the partition's remembered
+        counts, each where it passes the count's filter; the caller holds the partition's lock.
+        Too many checks forget the counts instead (always right, the next search recounts)."""
+        with self._table_lock:
+            handle = self._table.get(key)
+        if handle is None or not handle.counts:
+            return
+        if len(handle.counts) * len(points) > MAX_COUNT_UPKEEP:
+            handle.counts.clear()
+            return
+        for where in list(handle.counts):
+            test = payload_test(where)
+            handle.counts[where] += sum(1 for pid, payload in points if test(pid, payload))
 
     def forget_counts(self, key: PartKey) -> None:
         """Drop the partition's remembered counts (it was written); the caller holds its lock."""

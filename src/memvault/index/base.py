@@ -9,7 +9,7 @@ scope is enforced inside the store, never after it.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -264,3 +264,43 @@ def build_filter(where: PointFilter, terms: FilterTerms[C, F]) -> F | None:
     if not must and not must_not:
         return None
     return terms.combine(must or None, must_not or None)
+
+
+PayloadTest = Callable[[str, Mapping[str, Any]], bool]
+"""Whether a point (canonical id, stored payload) passes a filter."""
+
+
+def _holds(value: Any, wanted: object) -> bool:
+    """An engine's match on one payload field: equal, or (a list) holding `wanted`."""
+    if isinstance(value, list):
+        return wanted in value
+    return value is not None and value == wanted
+
+
+def payload_test(where: PointFilter) -> PayloadTest:
+    """`where` evaluated in Python on a point's stored payload, with the stores' semantics.
+
+    Built by `build_filter` itself, so it reads the same fields with the same conditions as
+    the stores do; the Edge adapter uses it to keep remembered counts right as points arrive.
+    """
+
+    def match(key: str, value: str | int) -> PayloadTest:
+        return lambda _pid, payload: _holds(payload.get(key), value)
+
+    def match_any(key: str, values: list[str]) -> PayloadTest:
+        return lambda _pid, payload: any(_holds(payload.get(key), v) for v in values)
+
+    def has_id(ids: list[str]) -> PayloadTest:
+        wanted = frozenset(ids)
+        return lambda pid, _payload: pid in wanted
+
+    def combine(must: list[PayloadTest] | None, must_not: list[PayloadTest] | None) -> PayloadTest:
+        def test(pid: str, payload: Mapping[str, Any]) -> bool:
+            return all(c(pid, payload) for c in must or ()) and not any(
+                c(pid, payload) for c in must_not or ()
+            )
+
+        return test
+
+    built = build_filter(where, FilterTerms(match, match_any, has_id, combine))
+    return built if built is not None else (lambda _pid, _payload: True)

@@ -203,21 +203,32 @@ class EdgeIndex(EdgeReads):
         by `compact`, or by `maintain` once the replaced share reaches `rebuild_share`.
         """
         validate_namespace(namespace)
-        groups: dict[str, list[Point]] = {}
+        groups: dict[str, list[tuple[Point, str, dict[str, Any]]]] = {}
         for p in points:
+            stored = self._point(p)
             groups.setdefault(partition_folder_name(partition_key(p.payload)), []).append(
-                self._point(p)
+                (stored, str(stored.id), store_payload(p.payload))
             )
-        for part, edge_points in groups.items():
+        for part, items in groups.items():
             key = (namespace, part)
 
             def op(
-                shard: EdgeShard, key: PartKey = key, edge_points: list[Point] = edge_points
+                shard: EdgeShard,
+                key: PartKey = key,
+                items: list[tuple[Point, str, dict[str, Any]]] = items,
             ) -> None:
-                ids: list[PointId] = [str(p.id) for p in edge_points]
+                ids: list[PointId] = [pid for _, pid, _ in items]
                 replaced = len(shard.retrieve(ids, False, False))
-                shard.update(UpdateOperation.upsert_points(edge_points))
-                self._shards.grew(key, len(edge_points))
+                try:
+                    shard.update(UpdateOperation.upsert_points([p for p, _, _ in items]))
+                    if replaced:  # their old payloads are not read: count afresh
+                        self._shards.forget_counts(key)
+                    else:
+                        self._shards.count_added(key, [(pid, body) for _, pid, body in items])
+                except BaseException:
+                    self._shards.forget_counts(key)
+                    raise
+                self._shards.grew(key, len(items))
                 self._upkeep.changed(key, ids)
                 folder = self._shards.part_path(key)
                 if replaced:
