@@ -62,32 +62,39 @@ def test_a_reply_does_not_stand_alone(text: str, predecessor: str) -> None:
     assert not stands_alone(text, predecessor)
 
 
-def _facts() -> list[tuple[str, str, str]]:
-    """(text, question, person|attribute) in a conversation's order: attribute by attribute,
-    each person in turn, so every fact follows another person's fact of the same kind."""
-    out = []
-    for statement, question, values in FACTS:
-        for i, person in enumerate(PEOPLE):
-            out.append((statement.format(p=person, v=values[i]), question.format(p=person), person))
-    return out
+def _facts(by_person: bool = False) -> list[tuple[str, str]]:
+    """(text, question) in a conversation's order: attribute by attribute, each person in turn
+    (every fact follows another person's fact of the same kind), or `by_person`, each person's
+    facts together (a fact follows the same person's other fact)."""
+    out = [
+        (n, i, statement.format(p=person, v=values[i]), question.format(p=person))
+        for n, (statement, question, values) in enumerate(FACTS)
+        for i, person in enumerate(PEOPLE)
+    ]
+    if by_person:
+        out.sort(key=lambda fact: (fact[1], fact[0]))
+    return [(text, question) for _, _, text, question in out]
 
 
-def test_a_session_of_facts_finds_the_right_persons_fact(services: Services) -> None:
-    """One session of stand-alone facts about different people: every question's top result
-    is the asked person's fact (a fact borrowing its predecessor's words, or lifted by its
-    successor, put another person's fact first before the gate)."""
+@pytest.mark.parametrize("by_person", [False, True])
+def test_a_session_of_facts_finds_the_right_persons_fact(
+    services: Services, by_person: bool
+) -> None:
+    """One session of stand-alone facts: every question's top result is the asked fact (a fact
+    borrowing its predecessor's words, or lifted by its successor, put another person's or
+    another attribute's fact first before the gate)."""
     v = services.vault.scoped(A)
-    facts = _facts()
+    facts = _facts(by_person)
     notes = v.add_many(
         [
             NoteDraft(text, session_id="s1", occurred_at=f"2026-01-10T18:{n:02d}:00Z")
-            for n, (text, _, _) in enumerate(facts)
+            for n, (text, _) in enumerate(facts)
         ]
     )
     for mode in ("sparse", "hybrid", "full"):
         wrong = [
             n
-            for n, (_, question, _) in enumerate(facts)
+            for n, (_, question) in enumerate(facts)
             if v.search(question, limit=5, mode=mode)[0].note.id != notes[n].id
         ]
         assert wrong == [], mode
@@ -103,7 +110,7 @@ def test_a_reply_in_the_same_session_still_finds_its_context(services: Services)
     is found by the question's words, and a reaction by the news it reacts to."""
     v = services.vault.scoped(A)
     facts = _facts()
-    v.add_many([NoteDraft(text, session_id="s1") for text, _, _ in facts])
+    v.add_many([NoteDraft(text, session_id="s1") for text, _ in facts])
     _, answer, news, reaction = v.add_many(
         [
             NoteDraft("Did Bob ever sell the old Volvo estate?", session_id="s1"),
