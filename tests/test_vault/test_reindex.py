@@ -30,7 +30,7 @@ A = Scope("t1", "u1", "a1")
 
 def _turns(n: int, session: str = "s1") -> list[NoteDraft]:
     return [
-        NoteDraft(f"Turn {i}: the heron nests near mill {chr(97 + i % 26)}{i}", session_id=session)
+        NoteDraft(f"then the heron nests near mill {chr(97 + i % 26)}{i}", session_id=session)
         for i in range(n)
     ]
 

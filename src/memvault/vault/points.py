@@ -76,7 +76,7 @@ def _point(
     # for the callers): a live mean would carry other agents' notes into this note's weights.
     del avgdl
     sparse = encoder.encode_tokens(context.bm25_tokens(own), BM25_AVGDL)
-    extra: dict[str, Any] = {"prev": context.prev_id} if context.prev_id else {}
+    extra: dict[str, Any] = {"prev": context.ranked_prev} if context.ranked_prev else {}
     return IndexPoint(
         id=row.id,
         dense=vector.tolist(),

@@ -7,8 +7,9 @@ that need no SQL and no decryption:
 - `bm25`: the BM25 score over the best BM25 score of the list (0 when absent from it);
 - `dense`: the cosine, min-max normalised over the dense list (0 when absent);
 - `prev` and `next`: the fused scores of the note's predecessor and successor in its session
-  (the predecessor id rides in the point's payload). A successor is indexed with its
-  predecessor's text, so a turn whose successor matches the query gains most;
+  (the predecessor id rides in the point's payload, except for a note that stands alone:
+  `memvault.text.standalone`). A successor is indexed with its predecessor's text, so a turn
+  whose successor matches the query gains most;
 - `date`: 1 when the note's event time falls in a time the query names ("in May 2023",
   "last week", 上个月), else 0.
 

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from memvault.scope import Scope
 from memvault.store.models import LinkRow, NoteRow
+from memvault.text.standalone import stands_alone
 from memvault.vault.drafts import ACTIVE, namespace_for
 from memvault.vault.links import add_link
 from memvault.vault.sessions import (
@@ -64,13 +65,22 @@ class SessionIndexer:
         return tuple(encoder.tokens(event_date_text(row.occurred_at)))
 
     def _borrowed(
-        self, row: NoteRow, prev: NoteRow | None, text: str | None, tokens: Sequence[str] | None
+        self,
+        row: NoteRow,
+        own: str,
+        prev: NoteRow | None,
+        text: str | None,
+        tokens: Sequence[str] | None,
     ) -> IndexContext:
+        """The context of `row` (text `own`) after `prev` (text and tokens when known): the
+        predecessor's words, unless the note stands alone."""
         dates = self.date_tokens(row)
         if prev is None or not may_borrow(row, prev):
             return IndexContext(date_tokens=dates) if dates else NO_CONTEXT
         if text is None:
             text = self._vault.decrypt_row(prev).text
+        if stands_alone(own, text):
+            return IndexContext(prev.id, date_tokens=dates, alone=True)
         if tokens is None:
             tokens = self._vault.sparse_encoder(row.tenant_id).tokens(text)
         return IndexContext(prev.id, text, tuple(tokens), dates)
@@ -78,6 +88,9 @@ class SessionIndexer:
     def context_of(self, sess: Session, row: NoteRow, *, exclude: str = "") -> IndexContext:
         """The context of a stored note under the current rules (its predecessor from SQL, its
         event date, and A-MEM's keywords and context sealed with it)."""
+        text, attrs = self._vault.codec.open(
+            self._vault.row_scope(row), row.id, row.key_version, row.text_ct, row.attrs_ct
+        )
         if row.session_tag is None:
             dates = self.date_tokens(row)
             ctx = IndexContext(date_tokens=dates) if dates else NO_CONTEXT
@@ -85,10 +98,7 @@ class SessionIndexer:
             prev = latest_before(
                 sess, self._vault.row_scope(row), row.session_tag, order_key(row), exclude=exclude
             )
-            ctx = self._borrowed(row, prev, None, None)
-        text, attrs = self._vault.codec.open(
-            self._vault.row_scope(row), row.id, row.key_version, row.text_ct, row.attrs_ct
-        )
+            ctx = self._borrowed(row, text, prev, None, None)
         return self.with_extra(ctx, row.tenant_id, attrs, text)
 
     def with_extra(
@@ -134,9 +144,11 @@ class SessionIndexer:
                     stored is None or order_key(stored) < order_key(before.row) if before else False
                 )
                 if before is not None and later:
-                    contexts[i] = self._borrowed(note.row, before.row, before.text, before.tokens)
+                    contexts[i] = self._borrowed(
+                        note.row, note.text, before.row, before.text, before.tokens
+                    )
                 else:
-                    contexts[i] = self._borrowed(note.row, stored, None, None)
+                    contexts[i] = self._borrowed(note.row, note.text, stored, None, None)
                 before = note
         return contexts, list(displaced.values())
 

@@ -4,9 +4,12 @@ A note written with a `session_id` is indexed together with its **predecessor**:
 of the same storage scope and session that comes just before it in event order (`occurred_at`,
 or the write time, then id). The predecessor's text joins the note's BM25 tokens and its
 embedding text; its event date joins the BM25 tokens in a normalised form that date queries
-match. The predecessor is read from the decrypted scoped view at index time and is never part of
-the note's content. A predecessor is used only when every reader of the note may read it too,
-so a reader never finds a note through words of a note it cannot read.
+match. A note that stands alone (`memvault.text.standalone.stands_alone`: a statement about a
+subject it names, not a reply) borrows nothing, and its point does not name its predecessor, so
+ranking lifts neither by the other. The predecessor is read from the decrypted scoped view at
+index time and is never part of the note's content. A predecessor is used only when every
+reader of the note may read it too, so a reader never finds a note through words of a note it
+cannot read.
 
 `INDEX_VERSION` names these rules. A row records the version its point was built with; rows of
 an older version (or another embedding model) are stale until `memvault reindex` rebuilds them.
@@ -26,11 +29,12 @@ from memvault.store.models import NoteRow
 from memvault.store.scoping import parse_member_list
 from memvault.vault.drafts import ACTIVE
 
-INDEX_VERSION = 3
+INDEX_VERSION = 4
 """1: a note's own text, BM25 k1 1.5 / b 0.75. 2: context-keyed (predecessor text and event
 date), BM25 k1 0.9 / b 0.4. 3: the fixed `BM25_AVGDL` instead of the namespace's mean length,
 and the keyed token ids in the payload (`terms`), so IDF is counted over the reader's readable
-set (issue 32)."""
+set (issue 32). 4: a note that stands alone (`memvault.text.standalone`: a statement about a
+subject it names) borrows nothing from its predecessor and its point names none (issue 31)."""
 
 
 def session_tag(tag: Callable[[str], str], storage: Scope, session_id: str) -> str:
@@ -54,6 +58,7 @@ class IndexContext:
     """What a note is indexed with besides its own text."""
 
     prev_id: str | None = None
+    """The predecessor (the session's `sequence` link), borrowed from or not."""
     prev_text: str = ""
     prev_tokens: tuple[str, ...] = ()
     date_tokens: tuple[str, ...] = ()
@@ -61,6 +66,15 @@ class IndexContext:
     """A-MEM's context when it says more than the note's text (`enrichment_embed_text`)."""
     extra_tokens: tuple[str, ...] = ()
     """BM25 tokens of A-MEM's keywords and context (`enrichment_text`)."""
+    alone: bool = False
+    """The note stands alone (`memvault.text.standalone`): it borrows nothing from its
+    predecessor, and its point names no predecessor, so neither lifts the other in ranking."""
+
+    @property
+    def ranked_prev(self) -> str | None:
+        """The predecessor the point's payload names (`prev`): None for a note that stands
+        alone."""
+        return None if self.alone else self.prev_id
 
     def embed_text(self, text: str) -> str:
         """The text the dense vector embeds: the predecessor's, the note's own, then A-MEM's
