@@ -158,3 +158,32 @@ def test_marks_survive_a_restart_and_the_startup_pass_opens_only_marked_partitio
     assert report.orphans_deleted == 1
     assert index.shard_opens == 1
     assert again.vault.parts.marks.tenants() == []
+
+
+def test_index_maintenance_looks_only_at_partitions_written_since_the_last_pass(
+    tmp_path: Path,
+) -> None:
+    """After its first pass (which walks every partition for markers an earlier process left),
+    `maintain` looks only at partitions this process wrote since: a marker planted on disk
+    behind its back is not seen until the next process starts."""
+    from memvault.index._edge_layout import mark_dirty
+    from tests.test_index.shapes import DIM, axis, point
+
+    root = tmp_path / "index"
+    index = EdgeIndex(root, DIM)
+    gone = point(axis(1), user="u2")
+    index.upsert("t1", [point(axis(0), user=f"u{u}") for u in range(4)] + [gone])
+    mark_dirty(index.partition_path("t1", "u3"))  # left by "an earlier process"
+    assert index.maintain("t1") == 1 and index.dirty_partitions("t1") == 0  # the first walk
+
+    mark_dirty(index.partition_path("t1", "u0"))  # behind its back: not looked at
+    index.delete("t1", [gone.id], user_id="u2")  # a write marks u2 dirty itself
+    assert index.dirty_partitions("t1") == 2
+    assert index.maintain("t1") == 1  # u2 only
+    assert index.dirty_partitions("t1") == 1
+    assert index.maintain("t1") == 0  # nothing written since
+    index.close()
+
+    restarted = EdgeIndex(root, DIM)
+    assert restarted.maintain("t1") == 1 and restarted.dirty_partitions("t1") == 0
+    restarted.close()

@@ -27,7 +27,9 @@ from memvault.index._edge_layout import (
     TRASH_PREFIX,
     _looks_like_folder_id,
     add_churn,
+    churn_share,
     fsync_dir,
+    has_churn,
     is_dirty,
     is_shard,
     log,
@@ -58,11 +60,65 @@ class EdgeMaintenance:
         self.build_timeout_s = build_timeout_s
         self._builds: dict[PartKey, _Build] = {}
         self._builds_lock = threading.Lock()
+        self._touched: set[PartKey] = set()
+        self._walked: set[str] = set()
+        self._touched_lock = threading.Lock()
+
+    # -- what a maintenance pass looks at ----------------------------------------------------
+
+    def touched(self, key: PartKey) -> None:
+        """The partition was written: the next maintenance pass looks at it."""
+        with self._touched_lock:
+            self._touched.add(key)
+
+    def due(self, namespace: str, every_key: Callable[[], list[PartKey]]) -> list[PartKey]:
+        """The partitions of `namespace` a maintenance pass looks at: all of them the first
+        time (markers left on disk by an earlier process), then only those written since.
+
+        One process owns the shards, so its own writes are all there is to see. A returned
+        partition leaves the set; the pass puts it back (`touched`) if it still needs work.
+        """
+        with self._touched_lock:
+            keys = [k for k in self._touched if k[0] == namespace]
+            self._touched.difference_update(keys)
+            if namespace in self._walked:
+                return keys
+            self._walked.add(namespace)
+        return every_key()
+
+    def maintain(
+        self, namespace: str, every_key: Callable[[], list[PartKey]], rebuild_share: float
+    ) -> int:
+        """`EdgeIndex.maintain` on the partitions `due` (written since the last pass): rebuild
+        those with deleted points or a replaced share of at least `rebuild_share`, then build
+        the HNSW index of those marked pending. Returns how many were rebuilt or indexed."""
+
+        def needed(folder: Path) -> bool:
+            return is_dirty(folder) or (has_churn(folder) and churn_share(folder) >= rebuild_share)
+
+        def unindexed(folder: Path) -> bool:
+            return (folder / PENDING_FILE).exists() and not (folder / BUILT_FILE).exists()
+
+        validate_namespace(namespace)
+        rebuilt = 0
+        for key in self.due(namespace, every_key):
+            folder = self._shards.part_path(key)
+            try:
+                if needed(folder) and self.rebuild(key, dirty_only=True, needed=needed):
+                    rebuilt += 1
+                if unindexed(folder):
+                    rebuilt += self.build_hnsw(key)
+            finally:
+                if is_dirty(folder) or unindexed(folder):
+                    self.touched(key)  # failed, cancelled or timed out: the next pass retries
+        return rebuilt
 
     # -- HNSW builds in a side process (`_edge_hnsw`) ----------------------------------------
 
     def changed(self, key: PartKey, ids: Sequence[object]) -> None:
-        """Note ids written or deleted while the partition's HNSW copy builds (caller: its lock)."""
+        """Note ids written or deleted (caller: the partition's lock): for the next pass, and for
+        the partition's HNSW copy while it builds."""
+        self.touched(key)
         build = self._builds.get(key)
         if build is not None:
             build.ids.update(str(i) for i in ids)
@@ -276,6 +332,7 @@ class EdgeMaintenance:
             raise index_error("compaction", exc) from None
         if big:
             (folder / PENDING_FILE).touch(mode=0o600)
+            self.touched(key)
         return True
 
     def drop_namespace(self, namespace: str) -> None:

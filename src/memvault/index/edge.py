@@ -52,7 +52,6 @@ from memvault.index._edge_convert import edge_filter, edge_sparse, point_ids
 from memvault.index._edge_hnsw import BUILT_FILE, PENDING_FILE
 from memvault.index._edge_layout import (
     add_churn,
-    churn_share,
     has_churn,
     is_dirty,
     list_namespaces,
@@ -309,6 +308,7 @@ class EdgeIndex(EdgeReads):
             if not shard.count(CountRequest(exact=True, filter=flt)):
                 return False
             mark_dirty(self._shards.part_path(key))
+            self._upkeep.touched(key)
             self._upkeep.cancel_build(key)  # the ids are unknown: its copy cannot catch up
             shard.update(UpdateOperation.delete_points_by_filter(flt or Filter()))
             return True
@@ -339,17 +339,7 @@ class EdgeIndex(EdgeReads):
         Then a partition that passed `hnsw_min_points` without an index gets one, built in a side
         process while it keeps serving (`EdgeMaintenance.build_hnsw`); this call waits for it."""
 
-        def needed(folder: Path) -> bool:
-            return is_dirty(folder) or (
-                has_churn(folder) and churn_share(folder) >= self.rebuild_share
-            )
-
-        rebuilt = self._rebuild_where(namespace, needed)
-        for key in self._keys(namespace):
-            folder = self._shards.part_path(key)
-            if (folder / PENDING_FILE).exists() and not (folder / BUILT_FILE).exists():
-                rebuilt += self._upkeep.build_hnsw(key)
-        return rebuilt
+        return self._upkeep.maintain(namespace, lambda: self._keys(namespace), self.rebuild_share)
 
     def _rebuild_where(self, namespace: str, needed: Callable[[Path], bool]) -> int:
         validate_namespace(namespace)
