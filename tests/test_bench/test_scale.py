@@ -40,9 +40,9 @@ def test_a_tiny_vault_level_big_run_builds_the_index_and_reports(tmp_path: Path)
     assert big["level"] == "vault" and (big["small_size"], big["big_size"]) == (60, 200)
     # The partition passed the threshold during the fill; the maintenance sweeper built it.
     assert big["hnsw_pending_before"] and big["hnsw_built"]
-    for phase in ("small", "small_after_write", "big_exact", "big_hnsw", "big_hnsw_after_write"):
+    for phase in ("small", "small_after_add", "big_exact", "big_hnsw", "big_hnsw_after_edit"):
         assert all(big[phase][m]["p50_ms"] > 0 for m in ("full", "hybrid", "dense"))
     # 200 points are under the engine's full-scan threshold: the dense search stays exact.
     assert big["recall_at_10"]["dense"] == 1.0 and big["exact_repeat_recall"]["dense"] == 1.0
     assert big["full_p50_ratio_hnsw"] > 0 and big["maintenance_build_s"] >= 0
-    assert big["full_p50_ratio_after_write"] > 0
+    assert big["full_p50_ratio_after_add"] > 0 and big["full_p50_ratio_after_edit"] > 0
