@@ -144,40 +144,6 @@ def _adder(view: Any) -> Callable[[], None]:
     return lambda: view.add(sentence(next(serial)))
 
 
-def _all_terms(view: Any, count: int) -> dict[str, Any]:
-    """The same searches with common terms kept in the query (`readable_idf.COMMON_MIN_DOCS`
-    out of reach), interleaved with the default, and their top-10 overlap with it."""
-    from memvault.vault import readable_idf
-
-    default = readable_idf.COMMON_MIN_DOCS
-    times: dict[str, dict[str, list[float]]] = {"cut": {}, "kept": {}}
-    tops: dict[str, dict[str, list[list[tuple[str, float]]]]] = {}
-    for k in range(-1, count):
-        for label, floor in (("cut", default), ("kept", 10**12)):
-            readable_idf.COMMON_MIN_DOCS = floor
-            try:
-                for mode in ("full", "hybrid", "sparse"):
-                    query = f"{sentence(20_000_000 + 10 * k)} plan again"
-                    began = time.perf_counter()
-                    hits = view.search(query, limit=10, mode=mode)
-                    if k >= 0:
-                        times[label].setdefault(mode, []).append(
-                            (time.perf_counter() - began) * 1000
-                        )
-                        tops.setdefault(label, {}).setdefault(mode, []).append(
-                            [(h.note.id, h.score) for h in hits]
-                        )
-            finally:
-                readable_idf.COMMON_MIN_DOCS = default
-    return {
-        "common_terms_cut": _summary(times["cut"], _load()),
-        "common_terms_kept": _summary(times["kept"], _load()),
-        "common_cut_overlap_at_10": {
-            m: _recall(tops["cut"][m], tops["kept"][m]) for m in ("full", "hybrid", "sparse")
-        },
-    }
-
-
 def _tops(view: Any, count: int) -> dict[str, list[list[tuple[str, float]]]]:
     """The top-10 (id, score) per mode, sparse too, for the fixed recall queries."""
     return {
@@ -256,7 +222,6 @@ def run_vault(args: argparse.Namespace) -> dict[str, Any]:
         out["big_hnsw"] = _summary(_searches(view, 2, args.queries), _load())
         # The same after a write to the partition: the readable-set IDF counts asked afresh.
         out["big_hnsw_after_add"] = _summary(_searches(view, 3, args.queries, added), _load())
-        out.update(_all_terms(view, args.queries))
         out["big_hnsw_after_edit"] = _summary(_searches(view, 6, args.queries, forget), _load())
         indexed = _tops(view, args.queries)
         out["recall_at_10"] = {m: _recall(indexed[m], exact[m]) for m in RECALL_MODES}

@@ -9,14 +9,7 @@ agent or `*`, live), so they cover exactly the readable set. Each point's payloa
 keyed token ids (`terms`), which is what a term's count matches.
 
 Cost: one count for the set and one per distinct query term, each an indexed payload count
-inside the reader's partition (docs/retrieval.md, "BM25 per readable set"); Edge remembers
-them until the partition changes.
-
-**Common terms in a big readable set.** A sparse query's cost grows with its terms' postings,
-and a term in most notes is the costliest and weighs least: with `N >= COMMON_MIN_DOCS`, a term
-in more than `COMMON_SHARE` of the readable notes (IDF < ln 2) is left out of the query, as
-long as a rarer term stays (a query of common terms only is kept whole). Smaller sets are
-scored exactly as before.
+inside the reader's partition (docs/retrieval.md, "BM25 per readable set").
 """
 
 from __future__ import annotations
@@ -26,11 +19,6 @@ from dataclasses import replace
 from memvault.index.base import PointFilter, VectorIndex
 from memvault.text import SparseEncoder
 from memvault.text.vectors import SparseVector
-
-COMMON_MIN_DOCS = 10_000
-"""Readable sets at least this large leave their common terms out of a query."""
-COMMON_SHARE = 0.5
-"""A term in more than this share of the readable notes is common (its IDF is below ln 2)."""
 
 
 def readable_filter(where: PointFilter) -> PointFilter:
@@ -43,16 +31,9 @@ def readable_filter(where: PointFilter) -> PointFilter:
 
 
 def weigh_by_readable_idf(
-    index: VectorIndex,
-    namespace: str,
-    where: PointFilter,
-    query: SparseVector,
-    *,
-    common_min_docs: int | None = None,
+    index: VectorIndex, namespace: str, where: PointFilter, query: SparseVector
 ) -> SparseVector:
-    """`query` (weight 1 per term) with each term's IDF over the reader's readable set, less
-    its common terms when that set has at least `common_min_docs` notes (None: the module's
-    `COMMON_MIN_DOCS`, read at each call)."""
+    """`query` (weight 1 per term) with each term's IDF over the reader's readable set."""
     if not query.indices:
         return query
     scope = readable_filter(where)
@@ -60,13 +41,4 @@ def weigh_by_readable_idf(
     if n_docs == 0:
         return query
     dfs = [index.count(namespace, replace(scope, term=int(t))) for t in query.indices]
-    weighed = SparseEncoder.weigh_query(query, n_docs, dfs)
-    if n_docs < (COMMON_MIN_DOCS if common_min_docs is None else common_min_docs):
-        return weighed
-    kept = [i for i, df in enumerate(dfs) if df <= COMMON_SHARE * n_docs]
-    if not kept or len(kept) == len(dfs):
-        return weighed
-    return SparseVector(
-        indices=tuple(weighed.indices[i] for i in kept),
-        values=tuple(weighed.values[i] for i in kept),
-    )
+    return SparseEncoder.weigh_query(query, n_docs, dfs)
