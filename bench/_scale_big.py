@@ -52,7 +52,7 @@ from qdrant_edge import (
 
 from bench._harness import percentile, sentence
 from memvault.index._edge_factory import ShardFactory
-from memvault.index._edge_hnsw import BUILT_FILE, PENDING_FILE
+from memvault.index._edge_hnsw import BUILT_FILE, HNSW_EF_CONSTRUCT, HNSW_M, PENDING_FILE
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,6 +68,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--hnsw-min-points", type=int, default=None, help="the setting's default")
     group.add_argument("--points", type=int, default=20_000, help="index level: partition size")
     group.add_argument("--ef", type=int, nargs="+", default=[128], help="index level: hnsw_ef")
+    group.add_argument("--m", type=int, default=HNSW_M, help="index level: graph degree")
+    group.add_argument(
+        "--ef-construct", type=int, default=HNSW_EF_CONSTRUCT, help="index level: build beam"
+    )
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -278,7 +282,8 @@ def run_index(args: argparse.Namespace) -> dict[str, Any]:
         shard.close()
         began = time.perf_counter()
         cmd = [sys.executable, "-m", "memvault.index._edge_hnsw_child", str(root / "u")]
-        subprocess.run([*cmd, str(vecs.shape[1])], check=True)
+        graph = [str(args.m), str(args.ef_construct)]
+        subprocess.run([*cmd, str(vecs.shape[1]), *graph], check=True)
         build_s = time.perf_counter() - began
         shard = factory.open(root / "u")
         flt = Filter(
@@ -305,6 +310,8 @@ def run_index(args: argparse.Namespace) -> dict[str, Any]:
             "level": "index",
             "points": n,
             "embedder": "use-m3 (real)",
+            "m": args.m,
+            "ef_construct": args.ef_construct,
             "build_s": round(build_s, 1),
             "exact_p50_ms": round(percentile([e[1] for e in exact], 50), 2),
         }

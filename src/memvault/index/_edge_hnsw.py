@@ -44,14 +44,16 @@ PENDING_FILE = "hnsw.pending"
 """In a partition folder: it passed the size threshold without an index; maintenance builds one."""
 
 
-def build_config(base: EdgeConfig) -> EdgeConfig:
+def build_config(
+    base: EdgeConfig, m: int = HNSW_M, ef_construct: int = HNSW_EF_CONSTRUCT
+) -> EdgeConfig:
     """`base` (the shards' configuration) with HNSW on and a 1 KB indexing threshold."""
     return EdgeConfig(
         vectors=base.vectors,
         sparse_vectors=base.sparse_vectors,
         hnsw_config=HnswIndexConfig(
-            m=HNSW_M,
-            ef_construct=HNSW_EF_CONSTRUCT,
+            m=m,
+            ef_construct=ef_construct,
             full_scan_threshold=FULL_SCAN_THRESHOLD_KB,
             max_indexing_threads=1,
         ),
@@ -63,10 +65,13 @@ def build_config(base: EdgeConfig) -> EdgeConfig:
     )
 
 
-def build(folder: Path, dense_dim: int) -> None:
+def build(
+    folder: Path, dense_dim: int, m: int = HNSW_M, ef_construct: int = HNSW_EF_CONSTRUCT
+) -> None:
     """Index the (closed) shard in `folder` in place: load, optimize, flush, close.
 
     The vectors are those `_edge_factory.ShardFactory` creates (this module sits below it).
+    `m` and `ef_construct` are the graph's degree and build beam (`bench.scale` tries others).
     """
     base = EdgeConfig(
         vectors={
@@ -74,7 +79,7 @@ def build(folder: Path, dense_dim: int) -> None:
         },
         sparse_vectors={SPARSE: EdgeSparseVectorParams(modifier=None)},  # no IDF (issue 32)
     )
-    shard = EdgeShard.load(str(folder), build_config(base))
+    shard = EdgeShard.load(str(folder), build_config(base, m, ef_construct))
     try:
         shard.optimize()
         shard.flush()
