@@ -29,9 +29,9 @@ from qdrant_edge import (
 
 from memvault.index.base import DENSE, SPARSE
 
-HNSW_M = 16
-HNSW_EF_CONSTRUCT = 100
-HNSW_EF = 256
+HNSW_M = 32
+HNSW_EF_CONSTRUCT = 256
+HNSW_EF = 512
 """Search-time beam width on an indexed partition (`SEARCH_PARAMS`)."""
 FULL_SCAN_THRESHOLD_KB = 1000
 """Below this many KB of vectors matching a filter, the engine scans them exactly."""
