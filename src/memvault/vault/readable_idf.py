@@ -9,7 +9,8 @@ agent or `*`, live), so they cover exactly the readable set. Each point's payloa
 keyed token ids (`terms`), which is what a term's count matches.
 
 Cost: one count for the set and one per distinct query term, each an indexed payload count
-inside the reader's partition (docs/retrieval.md, "BM25 per readable set").
+inside the reader's partition (docs/retrieval.md, "BM25 per readable set"); Edge remembers
+them until the partition changes.
 """
 
 from __future__ import annotations
